@@ -1,0 +1,37 @@
+// The fusegen subcommands. Each returns the process exit code.
+#pragma once
+
+#include "fusegen/Diagnostics.h"
+#include "fusegen/IR.h"
+#include "fusegen/Specialize.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fusegen::cli {
+
+// Documented exit codes.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitSpecError = 1; // diagnostics, or a failed run
+inline constexpr int kExitUsage = 2;     // bad command line, unreadable file
+
+int check_command(const std::vector<std::string>& args);
+int run_command(const std::vector<std::string>& args);
+
+// A spec loaded and compiled for a command; diagnostics already printed.
+struct LoadedSpec {
+  SourceManager sources;
+  Module module;
+};
+
+// Reads and compiles `path`; prints diagnostics to stderr. Sets `exit_code`
+// and returns null on failure.
+std::unique_ptr<LoadedSpec> load_spec(const std::string& path, const std::string& dump_after,
+                                      int& exit_code);
+
+// Parses "N=128,M=64" (possibly repeated) into bindings.
+Result<DimBindings> parse_dims(const std::vector<std::string>& specs);
+
+} // namespace fusegen::cli

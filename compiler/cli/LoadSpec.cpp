@@ -1,0 +1,90 @@
+#include "Commands.h"
+
+#include "fusegen/Frontend.h"
+#include "fusegen/Passes.h"
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace fusegen::cli {
+
+namespace {
+constexpr uintmax_t kMaxSpecBytes = uintmax_t{256} << 20;
+
+Result<std::string> read_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return Error{path + ": " + (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file")};
+  if (std::filesystem::file_size(path, ec) > kMaxSpecBytes)
+    return Error{path + ": file is larger than 256 MiB"};
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Error{path + ": cannot open file"};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+} // namespace
+
+std::unique_ptr<LoadedSpec> load_spec(const std::string& path, const std::string& dump_after,
+                                      int& exit_code) {
+  if (!dump_after.empty()) {
+    std::vector<std::string> points = dump_points();
+    if (std::find(points.begin(), points.end(), dump_after) == points.end()) {
+      std::string known;
+      for (const std::string& p : points)
+        known += (known.empty() ? "" : ", ") + p;
+      std::cerr << "fusegen: error: unknown pass '" << dump_after << "' for --dump-after (known: " << known
+                << ")\n";
+      exit_code = kExitUsage;
+      return nullptr;
+    }
+  }
+  Result<std::string> text = read_file(path);
+  if (!text) {
+    std::cerr << "fusegen: error: " << text.error() << "\n";
+    exit_code = kExitUsage;
+    return nullptr;
+  }
+  auto loaded = std::make_unique<LoadedSpec>();
+  uint32_t file = loaded->sources.add_buffer(path, std::move(text.value()));
+  Diagnostics diags;
+  FrontendOptions options;
+  options.dump_after = dump_after;
+  std::optional<Module> module = compile_spec(loaded->sources, file, diags, options);
+  std::cerr << diags.render(loaded->sources);
+  if (!module) {
+    std::cerr << diags.error_count() << (diags.error_count() == 1 ? " error" : " errors") << " generated.\n";
+    exit_code = kExitSpecError;
+    return nullptr;
+  }
+  loaded->module = std::move(*module);
+  exit_code = kExitOk;
+  return loaded;
+}
+
+Result<DimBindings> parse_dims(const std::vector<std::string>& specs) {
+  DimBindings dims;
+  for (const std::string& spec : specs) {
+    std::stringstream items(spec);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+      size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return Error{"bad --dims entry '" + item + "' (expected NAME=VALUE, e.g. N=128)"};
+      std::string name = item.substr(0, eq), number = item.substr(eq + 1);
+      int64_t value = 0;
+      auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+      if (ec != std::errc() || end != number.data() + number.size() || value < 0)
+        return Error{"bad value '" + number + "' for dim " + name + " (expected a non-negative integer)"};
+      if (!dims.emplace(name, value).second)
+        return Error{"dim " + name + " given twice in --dims"};
+    }
+  }
+  return dims;
+}
+
+} // namespace fusegen::cli

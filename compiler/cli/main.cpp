@@ -1,0 +1,53 @@
+// fusegen: kernel-fusion compiler command line.
+#include "Commands.h"
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: fusegen <command> [options]
+
+Commands:
+  check SPEC [--dims N=128] [--dump-after=PASS|all]
+      Parse and verify a spec; print each fusion's signature, inferred output
+      shapes and fingerprint.
+  run SPEC [--fusion NAME] --dims N=128[,M=64] [--seed S] [--reference] [--save DIR]
+      Run a fusion on random inputs with the CPU reference interpreter
+      (float64) and print each output's shape, checksum and first values.
+      --save DIR writes inputs (float32) and outputs (float64) as .npy files.
+
+Options:
+  --help       show this help
+  --version    show the version
+
+Exit codes: 0 success, 1 errors in the spec or a failed run, 2 bad command
+line or unreadable file.
+)";
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return fusegen::cli::kExitUsage;
+  }
+  const std::string command = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return fusegen::cli::kExitOk;
+  }
+  if (command == "--version") {
+    std::cout << "fusegen " << FUSEGEN_VERSION << "\n";
+    return fusegen::cli::kExitOk;
+  }
+  if (command == "check")
+    return fusegen::cli::check_command(rest);
+  if (command == "run")
+    return fusegen::cli::run_command(rest);
+  std::cerr << "fusegen: error: unknown command '" << command << "' (see fusegen --help)\n";
+  return fusegen::cli::kExitUsage;
+}

@@ -1,0 +1,20 @@
+// NumPy .npy files (format 1.0): how tensors enter and leave the CLI and the
+// golden tests, readable by numpy.load and torch.from_numpy.
+#pragma once
+
+#include "fusegen/HostTensor.h"
+#include "fusegen/Result.h"
+
+#include <string>
+
+namespace fusegen {
+
+enum class NpyType { F32, F64 };
+
+// Writes little-endian '<f4' or '<f8', C order.
+Status write_npy(const std::string& path, const HostTensor& tensor, NpyType type = NpyType::F64);
+// Reads '<f4' / '<f8' (and '<i8'/'<i4', converted), C order only; any other
+// layout or a malformed header is an error naming the file.
+Result<HostTensor> read_npy(const std::string& path);
+
+} // namespace fusegen

@@ -1,0 +1,121 @@
+// The contract between CUDA templates (templates/*.cu) and the generator.
+//
+// A template marks each point the generator fills in with FUSEGEN_HOOK:
+//
+//   #ifndef FUSEGEN_HOOK
+//   #define FUSEGEN_HOOK(name) __attribute__((annotate("fusegen_hook:" name)))
+//   #endif
+//   FUSEGEN_HOOK("block_size") constexpr int kBlockSize = 256;
+//   FUSEGEN_HOOK("compute") __device__ __forceinline__ void compute(...) { ... }
+//
+// Hooks are ordinary namespace-scope declarations with default bodies, so a
+// template compiles on its own. The generator replaces each hook's whole
+// declaration, from FUSEGEN_HOOK up to and including the closing '}' or ';'.
+//
+// This header holds two things, both plain data (no LLVM):
+//  * the expectations: which hooks each template must declare, checked at build
+//    time by fusegen-template-tool so that a template edit cannot silently
+//    break the generator;
+//  * the types of the tool's output, fusegen/TemplateText.h: every template's
+//    text split at its hooks, embedded in the compiler.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace fusegen::templates {
+
+enum class HookKind {
+  Function,  // a function definition; signature is its type
+  Constant,  // a variable with an initializer; signature is its type
+  Type,      // a struct/class/union/enum definition or a type alias
+};
+
+constexpr std::string_view hook_kind_name(HookKind kind) {
+  switch (kind) {
+  case HookKind::Function: return "function";
+  case HookKind::Constant: return "constant";
+  case HookKind::Type: return "type";
+  }
+  return "?";
+}
+
+// One hook the generator expects a template to declare.
+struct HookSpec {
+  std::string_view name;       // the string in FUSEGEN_HOOK("...")
+  HookKind kind;
+  std::string_view decl_name;  // the declared identifier the template uses
+  // The declaration's canonical type as Clang prints it: "float (float, int,
+  // int)" for a function, "const int" for a constexpr int. For Type hooks the
+  // kind of declaration: "struct", "class", "union", "enum" or "type alias".
+  std::string_view signature;
+};
+
+struct TemplateSpec {
+  std::string_view file;  // the template's file name, without directories
+  std::span<const HookSpec> hooks;
+};
+
+// templates/elementwise.cu: see the contract at the top of that file.
+inline constexpr HookSpec kElementwiseHooks[] = {
+    {"block_size", HookKind::Constant, "kBlockSize", "const int"},
+    {"vector_width", HookKind::Constant, "kVectorWidth", "const int"},
+    {"num_inputs", HookKind::Constant, "kNumInputs", "const int"},
+    {"num_outputs", HookKind::Constant, "kNumOutputs", "const int"},
+    {"compute", HookKind::Function, "compute", "void (const float *, float *, long long)"},
+};
+
+inline constexpr TemplateSpec kTemplateSpecs[] = {
+    {"elementwise.cu", kElementwiseHooks},
+};
+
+constexpr const TemplateSpec* find_template_spec(std::string_view file) {
+  for (const TemplateSpec& spec : kTemplateSpecs)
+    if (spec.file == file) return &spec;
+  return nullptr;
+}
+
+constexpr const HookSpec* find_hook_spec(const TemplateSpec& spec, std::string_view name) {
+  for (const HookSpec& hook : spec.hooks)
+    if (hook.name == name) return &hook;
+  return nullptr;
+}
+
+// ---- Types of the generated fusegen/TemplateText.h ----
+
+// A hook as found in the template text.
+struct HookInfo {
+  std::string_view name;
+  HookKind kind;
+  int line;  // 1-based line of the hook's FUSEGEN_HOOK in the template
+  // The hook sits between fragments[fragment] and fragments[fragment + 1].
+  // Hooks are in source order, so this equals the hook's own index.
+  int fragment;
+  // The template's own declaration, verbatim. fragments[0] + default_text of
+  // hook 0 + fragments[1] + ... reproduces the template file exactly.
+  std::string_view default_text;
+};
+
+// A template split at its hooks: emit fragments[0], the replacement for
+// hooks[0], fragments[1], ..., fragments[hooks.size()].
+struct TemplateText {
+  std::string_view file;
+  std::span<const std::string_view> fragments;  // hooks.size() + 1 entries
+  std::span<const HookInfo> hooks;              // in source order
+};
+
+constexpr const HookInfo* find_hook(const TemplateText& text, std::string_view name) {
+  for (const HookInfo& hook : text.hooks)
+    if (hook.name == name) return &hook;
+  return nullptr;
+}
+
+// Looks a template up by file name in a generated table such as kAllTemplates.
+constexpr const TemplateText* find_template_text(std::span<const TemplateText* const> all,
+                                                 std::string_view file) {
+  for (const TemplateText* text : all)
+    if (text->file == file) return text;
+  return nullptr;
+}
+
+}  // namespace fusegen::templates

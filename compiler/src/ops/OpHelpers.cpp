@@ -1,0 +1,154 @@
+#include "ops/OpHelpers.h"
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+
+namespace fusegen::ops {
+
+std::vector<int64_t> broadcast_indices(const std::vector<int64_t>& in_shape,
+                                       const std::vector<int64_t>& out_shape) {
+  assert(in_shape.size() <= out_shape.size());
+  size_t rank = out_shape.size(), offset = rank - in_shape.size();
+  // Stride of each output dim in the input (0 where the input broadcasts).
+  std::vector<int64_t> in_strides(rank, 0);
+  int64_t stride = 1;
+  for (size_t i = in_shape.size(); i-- > 0;) {
+    in_strides[i + offset] = in_shape[i] == 1 ? 0 : stride;
+    stride *= in_shape[i];
+  }
+  int64_t total = numel_of(out_shape);
+  std::vector<int64_t> result(static_cast<size_t>(total));
+  std::vector<int64_t> counter(rank, 0);
+  int64_t in_index = 0;
+  for (int64_t i = 0; i < total; ++i) {
+    result[static_cast<size_t>(i)] = in_index;
+    for (size_t d = rank; d-- > 0;) {
+      if (++counter[d] < out_shape[d]) {
+        in_index += in_strides[d];
+        break;
+      }
+      in_index -= in_strides[d] * (out_shape[d] - 1);
+      counter[d] = 0;
+    }
+  }
+  return result;
+}
+
+void for_each_reduced(const std::vector<int64_t>& in_shape, const std::vector<int64_t>& dims,
+                      const std::function<void(int64_t, int64_t)>& fn) {
+  size_t rank = in_shape.size();
+  std::vector<bool> reduced(rank, false);
+  for (int64_t d : dims)
+    reduced[static_cast<size_t>(d)] = true;
+  // Output strides over the kept dims.
+  std::vector<int64_t> out_strides(rank, 0);
+  int64_t stride = 1;
+  for (size_t i = rank; i-- > 0;) {
+    if (reduced[i])
+      continue;
+    out_strides[i] = stride;
+    stride *= in_shape[i];
+  }
+  int64_t total = numel_of(in_shape);
+  if (total == 0)
+    return;
+  std::vector<int64_t> counter(rank, 0);
+  int64_t out_index = 0;
+  for (int64_t i = 0; i < total; ++i) {
+    fn(out_index, i);
+    for (size_t d = rank; d-- > 0;) {
+      if (++counter[d] < in_shape[d]) {
+        out_index += out_strides[d];
+        break;
+      }
+      out_index -= out_strides[d] * (in_shape[d] - 1);
+      counter[d] = 0;
+    }
+  }
+}
+
+std::vector<int64_t> reduced_shape(const std::vector<int64_t>& shape, const std::vector<int64_t>& dims,
+                                   bool keepdim) {
+  std::vector<int64_t> result;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    bool is_reduced = std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) != dims.end();
+    if (!is_reduced)
+      result.push_back(shape[i]);
+    else if (keepdim)
+      result.push_back(1);
+  }
+  return result;
+}
+
+
+std::optional<std::vector<int64_t>> normalize_dims(ShapeContext& ctx, std::string_view param,
+                                                   const std::vector<int64_t>& dims, size_t rank) {
+  std::vector<int64_t> result;
+  for (int64_t dim : dims) {
+    std::optional<int64_t> normalized = ctx.normalize_dim(param, dim, rank);
+    if (!normalized)
+      return std::nullopt;
+    if (std::find(result.begin(), result.end(), *normalized) != result.end()) {
+      ctx.error(param, "dim " + std::to_string(*normalized) + " appears twice");
+      return std::nullopt;
+    }
+    result.push_back(*normalized);
+  }
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
+Shape reduced_symbolic_shape(const Shape& shape, const std::vector<int64_t>& dims, bool keepdim) {
+  Shape result;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    bool is_reduced = std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) != dims.end();
+    if (!is_reduced)
+      result.push_back(shape[i]);
+    else if (keepdim)
+      result.push_back(Dim::constant(1));
+  }
+  return result;
+}
+
+} // namespace fusegen::ops
+
+namespace fusegen::ops {
+
+std::optional<std::vector<int64_t>> spatial_pair_attr(ShapeContext& ctx, const std::string& param) {
+  auto it = ctx.attrs().find(param);
+  if (it != ctx.attrs().end() && std::holds_alternative<std::string>(it->second))
+    return ctx.error(param, "string " + param + " values such as \"same\" are not supported; " +
+                                "give an int or a pair of ints");
+  if (it == ctx.attrs().end() || !(std::holds_alternative<int64_t>(it->second) ||
+                                   std::holds_alternative<std::vector<int64_t>>(it->second)))
+    return ctx.error(param, param + " must be an int or a pair of ints");
+  std::vector<int64_t> values = ctx.get_ints(param);
+  if (values.size() != 1 && values.size() != 2)
+    return ctx.error(param, param + " must be an int or a pair of ints (H, W) but got " +
+                                std::to_string(values.size()) + " values");
+  std::vector<int64_t> pair = spatial_pair(values);
+  ctx.set_attr(param, pair);
+  return pair;
+}
+
+std::vector<int64_t> spatial_pair(const std::vector<int64_t>& values) {
+  assert(!values.empty());
+  return {values.front(), values.back()};
+}
+
+std::string pair_str(const std::vector<int64_t>& values) {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i)
+    out += (i ? "x" : "") + std::to_string(values[i]);
+  return out;
+}
+
+Shape resolve_shape(const ShapeContext& ctx, const Shape& shape) {
+  Shape result;
+  for (const Dim& d : shape)
+    result.push_back(ctx.resolve(d));
+  return result;
+}
+
+} // namespace fusegen::ops

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what fusegen needs to build and test, from the distribution's
+# packages (Debian/Ubuntu). Does nothing when everything is already there.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ make python3
+  libgtest-dev googletest
+  # Build-time only: the Clang LibTooling template tool.
+  clang-14 libclang-14-dev libclang-cpp14-dev llvm-14-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all packages present"
+fi
+
+# NVRTC and nvcc come with the CUDA toolkit (not a Debian package at the
+# version we need); code generation tests use them when present.
+if ! command -v nvcc >/dev/null 2>&1 && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
+  echo "install-deps: note: no CUDA toolkit found (nvcc, NVRTC); CUDA compile tests will be skipped"
+fi
