@@ -19,6 +19,7 @@ inline constexpr int kExitUsage = 2;     // bad command line, unreadable file
 
 int check_command(const std::vector<std::string>& args);
 int run_command(const std::vector<std::string>& args);
+int plan_command(const std::vector<std::string>& args);
 
 // A spec loaded and compiled for a command; diagnostics already printed.
 struct LoadedSpec {
@@ -30,6 +31,15 @@ struct LoadedSpec {
 // and returns null on failure.
 std::unique_ptr<LoadedSpec> load_spec(const std::string& path, const std::string& dump_after,
                                       int& exit_code);
+
+// The fusion named `name`, or every fusion when `name` is empty.
+Result<std::vector<const Fusion*>> select_fusions(const Module& module, const std::string& name);
+
+// Binds the dims of `dims` that `fusion` uses (all its symbols must be bound
+// when `dims` is not empty) and specializes; without dims returns the
+// fusion as is. Prints diagnostics and sets `exit_code` on failure.
+std::optional<Fusion> specialize_for(const LoadedSpec& spec, const Fusion& fusion, const DimBindings& dims,
+                                     int& exit_code);
 
 // Parses "N=128,M=64" (possibly repeated) into bindings.
 Result<DimBindings> parse_dims(const std::vector<std::string>& specs);

@@ -66,6 +66,37 @@ std::unique_ptr<LoadedSpec> load_spec(const std::string& path, const std::string
   return loaded;
 }
 
+Result<std::vector<const Fusion*>> select_fusions(const Module& module, const std::string& name) {
+  std::vector<const Fusion*> result;
+  for (const Fusion& fusion : module.fusions)
+    if (name.empty() || fusion.name == name)
+      result.push_back(&fusion);
+  if (result.empty())
+    return Error{"no fusion named '" + name + "'"};
+  return result;
+}
+
+std::optional<Fusion> specialize_for(const LoadedSpec& spec, const Fusion& fusion, const DimBindings& dims,
+                                     int& exit_code) {
+  if (dims.empty())
+    return fusion;
+  DimBindings own;
+  for (const std::string& symbol : fusion.symbols())
+    if (dims.count(symbol))
+      own[symbol] = dims.at(symbol);
+  if (Status bound = check_bindings(fusion, own); !bound) {
+    std::cerr << "fusegen: error: " << bound.error() << "\n";
+    exit_code = kExitUsage;
+    return std::nullopt;
+  }
+  Diagnostics diags;
+  std::optional<Fusion> concrete = specialize(fusion, own, diags);
+  std::cerr << diags.render(spec.sources);
+  if (!concrete)
+    exit_code = kExitSpecError;
+  return concrete;
+}
+
 Result<DimBindings> parse_dims(const std::vector<std::string>& specs) {
   DimBindings dims;
   for (const std::string& spec : specs) {

@@ -18,6 +18,10 @@ Commands:
       (float64) and print each output's shape, checksum and first values.
       --save DIR writes inputs (float32) and outputs (float64) as .npy files.
 
+  plan SPEC [--fusion NAME] [--dims N=1024]
+      Print the fusion plan: kernels, the ops each holds, the buffers between
+      them and their sizes, and why ops were or were not fused.
+
 Options:
   --help       show this help
   --version    show the version
@@ -48,6 +52,8 @@ int main(int argc, char** argv) {
     return fusegen::cli::check_command(rest);
   if (command == "run")
     return fusegen::cli::run_command(rest);
+  if (command == "plan")
+    return fusegen::cli::plan_command(rest);
   std::cerr << "fusegen: error: unknown command '" << command << "' (see fusegen --help)\n";
   return fusegen::cli::kExitUsage;
 }

@@ -1,0 +1,89 @@
+// A fusion plan: the kernels a fusion runs as, which IR nodes each computes,
+// and the device buffers between them. Built by plan_fusion (Planner.h);
+// consumed by the CUDA generator and printed by `fusegen plan`.
+//
+// Each kernel is one of a few kinds. Its nodes are organised as an optional
+// pointwise prologue (applied to the main input as it is loaded) followed by
+// stages: an anchor op (contraction, normalization, reduction, window; none
+// for elementwise kernels) and the pointwise ops applied to its result.
+#pragma once
+
+#include "fusegen/IR.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fusegen {
+
+enum class KernelKind {
+  Elementwise,   // pointwise nodes over one output domain
+  Gemm,          // linear / matmul / conv2d (implicit GEMM) with fused epilogue stages
+  RowReduce,     // normalization or reduction over trailing (contiguous) dims
+  Window,        // max/avg/adaptive pooling with prologue and epilogue
+  ColumnStats,   // per-column partial statistics of a tensor (batch_norm input not from a GEMM)
+  StatsFinalize, // combines partial statistics; updates batch_norm running stats
+  GenericReduce, // fallback: reduction or normalization over non-trailing dims
+};
+const char* kernel_kind_name(KernelKind kind);
+
+using BufferId = uint32_t;
+
+// Device memory a plan touches. Arguments and outputs are the caller's;
+// intermediates and statistics live in the workspace.
+struct PlanBuffer {
+  enum class Role { Argument, Output, Intermediate, Statistics };
+  std::string name;
+  Role role = Role::Intermediate;
+  ValueId value = kNoId; // the IR value held (not for statistics)
+  Shape shape;           // in floats
+  // Per dim: the dim's extent is ceil(shape[i] / ceil_div[i]) (partial
+  // statistics per row tile); empty or 1 means the dim as is.
+  std::vector<int64_t> ceil_div;
+  std::string what;      // for statistics: what the floats are
+};
+const char* buffer_role_name(PlanBuffer::Role role);
+
+struct Stage {
+  NodeId op = kNoId;             // the anchor; kNoId for a pure pointwise stage
+  std::vector<NodeId> pointwise; // applied to the anchor's result, in order
+};
+
+struct KernelStep {
+  KernelKind kind = KernelKind::Elementwise;
+  std::string name;               // C symbol of the kernel
+  std::vector<NodeId> prologue;   // pointwise nodes applied while loading the main input
+  std::vector<Stage> stages;
+  // The normalization whose partial statistics this kernel's epilogue emits
+  // (finished by a later kernel), and the one whose statistics it applies.
+  NodeId stats_out = kNoId;
+  NodeId stats_in = kNoId;
+  std::vector<BufferId> reads;  // buffers read (sorted)
+  std::vector<BufferId> writes; // buffers written (sorted)
+  std::vector<std::string> notes; // why the kernel looks the way it does
+
+  // Every IR node computed here, prologue first, in program order.
+  std::vector<NodeId> nodes() const;
+  NodeId anchor() const; // first stage's op, or kNoId
+};
+
+// Planner assumptions that the code generator must honour.
+struct PlanOptions {
+  int gemm_tile_m = 64; // rows of a GEMM output tile
+  int gemm_tile_n = 64; // columns of a GEMM output tile: whole norm groups must fit
+};
+
+struct Plan {
+  Fusion fusion; // the planned fusion (possibly symbolic)
+  PlanOptions options;
+  std::vector<PlanBuffer> buffers;
+  std::vector<KernelStep> kernels;
+
+  const PlanBuffer& buffer(BufferId id) const { return buffers.at(id); }
+  // The buffer holding `value`, or kNoId if it is not materialized.
+  BufferId buffer_of(ValueId value) const;
+  // The kernel that computes `node`.
+  size_t kernel_of(NodeId node) const;
+};
+
+} // namespace fusegen

@@ -1,0 +1,164 @@
+#include "plan/AssignBuffers.h"
+
+#include "plan/PlanQueries.h"
+
+#include <algorithm>
+#include <set>
+
+namespace fusegen::plan {
+namespace {
+
+void add_unique(std::vector<BufferId>& list, BufferId id) {
+  if (std::find(list.begin(), list.end(), id) == list.end())
+    list.push_back(id);
+}
+
+BufferId add_buffer(Plan& plan, PlanBuffer buffer) {
+  plan.buffers.push_back(std::move(buffer));
+  return static_cast<BufferId>(plan.buffers.size() - 1);
+}
+
+// Partial statistics of a split normalization: (count, mean, M2) triples.
+PlanBuffer partials_buffer(const Plan& plan, const Node& norm) {
+  const Fusion& fusion = plan.fusion;
+  const Shape& input = fusion.value(norm.operands[0]).type.shape;
+  PlanBuffer buffer;
+  buffer.role = PlanBuffer::Role::Statistics;
+  buffer.name = "partials_" + std::to_string(norm.id);
+  if (norm.op == "batch_norm") {
+    // One triple per (tile of dim 0, channel); a tile also covers the
+    // spatial dims of its samples.
+    buffer.shape = {input[0], input[1], Dim::constant(3)};
+    buffer.ceil_div = {plan.options.gemm_tile_m, 1, 1};
+    buffer.what = "per row tile and channel: count, mean, M2 of batch_norm's input";
+  } else {
+    // group_norm after conv2d: one triple per (sample, group, row tile of OH*OW).
+    int64_t groups = std::get<int64_t>(norm.attrs.at("num_groups"));
+    int64_t positions = 1;
+    for (size_t d = 2; d < input.size(); ++d)
+      positions *= input[d].value();
+    buffer.shape = {input[0], Dim::constant(groups), Dim::constant(positions), Dim::constant(3)};
+    buffer.ceil_div = {1, 1, plan.options.gemm_tile_m, 1};
+    buffer.what = "per sample, group and row tile: count, mean, M2 of group_norm's input";
+  }
+  return buffer;
+}
+
+PlanBuffer finalized_buffer(const Plan& plan, const Node& norm) {
+  const Shape& input = plan.fusion.value(norm.operands[0]).type.shape;
+  PlanBuffer buffer;
+  buffer.role = PlanBuffer::Role::Statistics;
+  buffer.name = "stats_" + std::to_string(norm.id);
+  buffer.shape = {input[1], Dim::constant(2)};
+  buffer.what = "per channel: batch mean, 1/sqrt(biased var + eps)";
+  return buffer;
+}
+
+} // namespace
+
+void assign_buffers(Plan& plan) {
+  const Fusion& fusion = plan.fusion;
+  std::vector<int> kernel_of_value(fusion.values.size(), -1);
+  for (size_t k = 0; k < plan.kernels.size(); ++k)
+    for (NodeId id : plan.kernels[k].nodes())
+      kernel_of_value[fusion.node(id).result] = static_cast<int>(k);
+
+  // Arguments first, in declaration order, then outputs.
+  std::vector<BufferId> value_buffer(fusion.values.size(), kNoId);
+  for (ValueId id : fusion.arguments)
+    value_buffer[id] = add_buffer(plan, {fusion.value(id).name, PlanBuffer::Role::Argument, id,
+                                         fusion.value(id).type.shape, {}, ""});
+  for (const FusionOutput& output : fusion.outputs)
+    if (value_buffer[output.value] == kNoId)
+      value_buffer[output.value] = add_buffer(plan, {output.name, PlanBuffer::Role::Output, output.value,
+                                                     fusion.value(output.value).type.shape, {}, ""});
+
+  // Values crossing kernels.
+  for (const Node& node : fusion.nodes) {
+    if (is_constant(node))
+      continue;
+    int consumer = kernel_of_value[node.result];
+    for (ValueId operand : node.operands) {
+      if (operand == kNoId || value_buffer[operand] != kNoId)
+        continue;
+      const Node& producer = fusion.node(fusion.value(operand).producer);
+      if (is_constant(producer) || kernel_of_value[operand] == consumer)
+        continue;
+      value_buffer[operand] = add_buffer(plan, {"t" + std::to_string(operand), PlanBuffer::Role::Intermediate,
+                                                operand, fusion.value(operand).type.shape, {}, ""});
+    }
+  }
+
+  // Reads and writes of value buffers.
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    KernelStep& step = plan.kernels[k];
+    std::set<ValueId> computed;
+    for (NodeId id : step.nodes())
+      computed.insert(fusion.node(id).result);
+    for (NodeId id : step.nodes()) {
+      const Node& node = fusion.node(id);
+      for (ValueId operand : node.operands)
+        if (operand != kNoId && !computed.count(operand) && value_buffer[operand] != kNoId)
+          add_unique(step.reads, value_buffer[operand]);
+      if (value_buffer[node.result] != kNoId)
+        add_unique(step.writes, value_buffer[node.result]);
+      // In-place updates (batch_norm running stats) happen where the op is
+      // finalized: the finalize kernel, not the apply kernel.
+    }
+  }
+
+  // Statistics buffers of split normalizations.
+  for (const Node& node : fusion.nodes) {
+    int producer = -1, finalizer = -1;
+    std::vector<size_t> appliers;
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      const KernelStep& step = plan.kernels[k];
+      if (step.stats_out == node.id)
+        producer = static_cast<int>(k);
+      if (step.stats_in == node.id) {
+        if (step.kind == KernelKind::StatsFinalize)
+          finalizer = static_cast<int>(k);
+        else
+          appliers.push_back(k);
+      }
+    }
+    if (producer < 0)
+      continue;
+    BufferId partials = add_buffer(plan, partials_buffer(plan, node));
+    plan.kernels[static_cast<size_t>(producer)].writes.push_back(partials);
+    if (KernelStep& source = plan.kernels[static_cast<size_t>(producer)]; source.kind == KernelKind::ColumnStats)
+      add_unique(source.reads, value_buffer[node.operands[0]]);
+    if (finalizer < 0) {
+      for (size_t k : appliers)
+        add_unique(plan.kernels[k].reads, partials);
+      continue;
+    }
+    BufferId finalized = add_buffer(plan, finalized_buffer(plan, node));
+    KernelStep& finalize = plan.kernels[static_cast<size_t>(finalizer)];
+    add_unique(finalize.reads, partials);
+    add_unique(finalize.writes, finalized);
+    const OpDef& op = op_of(node);
+    for (const std::string& param : op.mutates(node.attrs)) {
+      BufferId state = value_buffer[node.operands[static_cast<size_t>(op.tensor_slot(param))]];
+      add_unique(finalize.reads, state);
+      add_unique(finalize.writes, state);
+    }
+    for (size_t k : appliers) {
+      add_unique(plan.kernels[k].reads, finalized);
+      // The apply step reads only the input and affine params, not the running stats.
+      std::erase_if(plan.kernels[k].reads, [&](BufferId id) {
+        const PlanBuffer& b = plan.buffers[id];
+        for (const std::string& param : op.mutates(node.attrs))
+          if (b.value == node.operands[static_cast<size_t>(op.tensor_slot(param))])
+            return true;
+        return false;
+      });
+    }
+  }
+  for (KernelStep& step : plan.kernels) {
+    std::sort(step.reads.begin(), step.reads.end());
+    std::sort(step.writes.begin(), step.writes.end());
+  }
+}
+
+} // namespace fusegen::plan

@@ -1,0 +1,343 @@
+#include "plan/GroupKernels.h"
+
+#include "plan/PlanQueries.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace fusegen::plan {
+namespace {
+
+constexpr int kInline = -2;   // constants: inlined as literals wherever used
+constexpr int kArgument = -1; // fusion arguments: always in memory
+
+bool is_min_max(const std::string& op) {
+  return op == "min" || op == "max" || op == "amin" || op == "amax";
+}
+
+bool is_fusable_row_norm(const std::string& op) { return op == "group_norm" || op == "layer_norm"; }
+
+class Grouper {
+public:
+  Grouper(const Fusion& fusion, const PlanOptions& options)
+      : fusion_(fusion), options_(options), users_(value_users(fusion)),
+        producer_(fusion.values.size(), kArgument) {}
+
+  std::vector<KernelStep> run() {
+    for (const Node& node : fusion_.nodes) {
+      if (is_constant(node))
+        producer_[node.result] = kInline;
+      else if (is_pointwise(node))
+        place_pointwise(node);
+      else
+        place_anchor(node);
+    }
+    for (size_t i = 0; i < kernels_.size(); ++i)
+      kernels_[i].step.name = fusion_.name + "_k" + std::to_string(i);
+    std::vector<KernelStep> steps;
+    for (Open& open : kernels_)
+      steps.push_back(std::move(open.step));
+    return steps;
+  }
+
+private:
+  // A kernel being built: `tail` is the value its epilogue can extend (kNoId
+  // once closed), `domain` that value's shape.
+  struct Open {
+    KernelStep step;
+    ValueId tail = kNoId;
+  };
+
+  int kernel_count() const { return static_cast<int>(kernels_.size()); }
+
+  int add_kernel(KernelKind kind, const Node* anchor) {
+    Open open;
+    open.step.kind = kind;
+    if (anchor) {
+      open.step.stages.push_back({anchor->id, {}});
+      open.tail = anchor->result;
+      producer_[anchor->result] = kernel_count();
+    }
+    kernels_.push_back(std::move(open));
+    return kernel_count() - 1;
+  }
+
+  void note(int kernel, std::string text) { kernels_[static_cast<size_t>(kernel)].step.notes.push_back(std::move(text)); }
+
+  // The kernel whose open tail is `value`, or -1.
+  int kernel_with_tail(ValueId value) const {
+    int k = value == kNoId ? kArgument : producer_[value];
+    if (k < 0 || kernels_[static_cast<size_t>(k)].tail != value)
+      return -1;
+    return k;
+  }
+
+  bool used_only_by(ValueId value, NodeId node) const {
+    return users_[value].size() == 1 && users_[value][0] == node && !is_output(fusion_, value);
+  }
+
+  // ---- pointwise ----
+
+  // Joins the epilogue of the kernel whose tail it extends when its result
+  // keeps that kernel's domain and every other operand is already in memory.
+  void place_pointwise(const Node& node) {
+    int target = -1;
+    for (ValueId operand : node.operands) {
+      int k = kernel_with_tail(operand);
+      if (k > target)
+        target = k;
+    }
+    if (target >= 0 && can_extend(target, node)) {
+      Open& open = kernels_[static_cast<size_t>(target)];
+      open.step.stages.back().pointwise.push_back(node.id);
+      open.tail = node.result;
+      producer_[node.result] = target;
+      return;
+    }
+    int k = add_kernel(KernelKind::Elementwise, nullptr);
+    kernels_[static_cast<size_t>(k)].step.stages.push_back({kNoId, {node.id}});
+    kernels_[static_cast<size_t>(k)].tail = node.result;
+    producer_[node.result] = k;
+    if (target >= 0)
+      note(k, "starts a new kernel: " + node.op + " changes the domain of " +
+                  kernels_[static_cast<size_t>(target)].step.name + "'s result or needs a value it does not hold");
+  }
+
+  bool can_extend(int target, const Node& node) const {
+    const Open& open = kernels_[static_cast<size_t>(target)];
+    if (open.step.kind == KernelKind::StatsFinalize || open.step.kind == KernelKind::ColumnStats)
+      return false;
+    if (fusion_.value(node.result).type.shape != fusion_.value(open.tail).type.shape)
+      return false;
+    for (ValueId operand : node.operands) {
+      if (operand == kNoId || operand == open.tail)
+        continue;
+      int k = producer_[operand];
+      if (k != kInline && k != kArgument && k >= target)
+        return false; // produced in this kernel (not its tail) or later
+    }
+    return true;
+  }
+
+  // ---- anchors ----
+
+  void place_anchor(const Node& node) {
+    const OpDef& op = op_of(node);
+    switch (op.kind) {
+    case OpKind::Contraction: {
+      int k = add_kernel(KernelKind::Gemm, &node);
+      if (node.op == "conv2d")
+        note(k, "conv2d runs as an implicit GEMM (im2col addressing in the operand loads)");
+      return;
+    }
+    case OpKind::Normalization:
+      if (try_fuse_norm_into_gemm(node) || try_split_group_norm(node))
+        return;
+      place_reduction_like(node);
+      return;
+    case OpKind::ColumnNorm:
+      place_batch_norm(node);
+      return;
+    case OpKind::Reduction:
+      if (try_fuse_reduction(node))
+        return;
+      place_reduction_like(node);
+      return;
+    case OpKind::Window: {
+      int k = add_kernel(KernelKind::Window, &node);
+      take_prologue(k, node);
+      return;
+    }
+    case OpKind::Pointwise:
+    case OpKind::Identity:
+    case OpKind::Constant: break;
+    }
+    assert(false && "pointwise nodes are placed by place_pointwise");
+  }
+
+  const Node& stage_op(const Open& open, size_t stage) const {
+    return fusion_.node(open.step.stages.at(stage).op);
+  }
+
+  // GEMM + group_norm/layer_norm over rows of [M, C] whose groups fit a tile:
+  // the tile computes the statistics itself, so the chain stays one kernel.
+  bool try_fuse_norm_into_gemm(const Node& node) {
+    ValueId input = node.operands[0];
+    int k = kernel_with_tail(input);
+    if (k < 0 || !is_fusable_row_norm(node.op))
+      return false;
+    Open& open = kernels_[static_cast<size_t>(k)];
+    if (open.step.kind != KernelKind::Gemm || open.step.stages.size() != 1 ||
+        open.step.stats_out != kNoId || stage_op(open, 0).op == "conv2d")
+      return false;
+    int64_t width = row_group_width(fusion_, node);
+    if (width <= 0 || options_.gemm_tile_n % width != 0 || !used_only_by(input, node.id)) {
+      if (width > 0 && options_.gemm_tile_n % width != 0)
+        note(k, node.op + " not fused: a group of " + std::to_string(width) + " channels does not fit a " +
+                    std::to_string(options_.gemm_tile_n) + "-wide GEMM tile");
+      return false;
+    }
+    open.step.stages.push_back({node.id, {}});
+    open.tail = node.result;
+    producer_[node.result] = k;
+    note(k, node.op + " runs in the GEMM epilogue: a " + std::to_string(options_.gemm_tile_n) +
+                "-wide tile holds whole groups of " + std::to_string(width) + " channels");
+    return true;
+  }
+
+  // conv2d + group_norm: the conv epilogue emits per-tile partial statistics
+  // per (sample, group); the normalization is applied by the next kernel,
+  // typically merged into a following pool.
+  bool try_split_group_norm(const Node& node) {
+    ValueId input = node.operands[0];
+    int k = kernel_with_tail(input);
+    if (k < 0 || node.op != "group_norm")
+      return false;
+    Open& open = kernels_[static_cast<size_t>(k)];
+    if (open.step.kind != KernelKind::Gemm || open.step.stages.size() != 1 ||
+        open.step.stats_out != kNoId || stage_op(open, 0).op != "conv2d" || !used_only_by(input, node.id))
+      return false;
+    const Shape& shape = fusion_.value(input).type.shape;
+    int64_t groups = std::get<int64_t>(node.attrs.at("num_groups"));
+    if (!shape[1].is_constant() || groups <= 0 || options_.gemm_tile_n % (shape[1].value() / groups) != 0)
+      return false;
+    open.step.stats_out = node.id;
+    open.tail = kNoId;
+    note(k, "epilogue emits partial group_norm statistics per (sample, group) and row tile");
+    start_stats_apply(node, "applies group_norm with statistics combined from the conv's partials");
+    return true;
+  }
+
+  // A kernel that applies a split normalization; pointwise ops and a pool can follow.
+  void start_stats_apply(const Node& node, std::string why) {
+    int a = add_kernel(KernelKind::Elementwise, nullptr);
+    Open& apply = kernels_[static_cast<size_t>(a)];
+    apply.step.stats_in = node.id;
+    apply.step.stages.push_back({kNoId, {node.id}});
+    apply.tail = node.result;
+    producer_[node.result] = a;
+    note(a, std::move(why));
+  }
+
+  void place_batch_norm(const Node& node) {
+    if (!is_training_batch_norm(node)) {
+      place_pointwise(node); // unreachable: eval batch_norm counts as pointwise
+      return;
+    }
+    ValueId input = node.operands[0];
+    int k = kernel_with_tail(input);
+    bool from_gemm = false;
+    if (k >= 0) {
+      Open& open = kernels_[static_cast<size_t>(k)];
+      from_gemm = open.step.kind == KernelKind::Gemm && open.step.stages.size() == 1 &&
+                  open.step.stats_out == kNoId && fusion_.value(input).type.rank() == 2 &&
+                  stage_op(open, 0).op != "conv2d" && used_only_by(input, node.id);
+      if (from_gemm) {
+        open.step.stats_out = node.id;
+        open.tail = kNoId;
+        note(k, "epilogue emits per-column partial statistics (count, mean, M2) per row tile for batch_norm");
+      }
+    }
+    if (!from_gemm) {
+      int s = add_kernel(KernelKind::ColumnStats, nullptr);
+      kernels_[static_cast<size_t>(s)].step.stats_out = node.id;
+      note(s, "computes per-channel partial statistics (count, mean, M2) of batch_norm's input");
+    }
+    int f = add_kernel(KernelKind::StatsFinalize, nullptr);
+    kernels_[static_cast<size_t>(f)].step.stats_in = node.id;
+    note(f, "combines the partials (Chan), writes mean and 1/std, updates running_mean and running_var");
+    start_stats_apply(node, "applies batch_norm with the finalized statistics");
+  }
+
+  // A reduction right after a normalization over the same rows stays in its kernel.
+  bool try_fuse_reduction(const Node& node) {
+    ValueId input = node.operands[0];
+    int k = kernel_with_tail(input);
+    if (k < 0 || !used_only_by(input, node.id))
+      return false;
+    Open& open = kernels_[static_cast<size_t>(k)];
+    const Node& last = stage_op(open, open.step.stages.size() - 1);
+    std::vector<int64_t> dims = reduced_dims(fusion_, node);
+    if (open.step.kind == KernelKind::Gemm && open.step.stages.size() == 2 &&
+        is_fusable_row_norm(last.op) && is_min_max(node.op) && dims == std::vector<int64_t>{1} &&
+        fusion_.value(input).type.rank() == 2) {
+      open.step.stages.push_back({node.id, {}});
+      open.tail = kNoId; // complete only after every column tile: no epilogue here
+      producer_[node.result] = k;
+      note(k, node.op + " over the row runs in the epilogue: per-tile partial results combined with atomics "
+                        "(order-independent, so deterministic)");
+      return true;
+    }
+    if (open.step.kind == KernelKind::RowReduce && open.step.stages.size() == 1 &&
+        op_of(last).kind == OpKind::Normalization && dims == reduced_dims(fusion_, last) &&
+        last.op != "softmax" && last.op != "log_softmax") {
+      open.step.stages.push_back({node.id, {}});
+      open.tail = node.result;
+      producer_[node.result] = k;
+      note(k, node.op + " over the normalized rows stays in the same kernel");
+      return true;
+    }
+    return false;
+  }
+
+  void place_reduction_like(const Node& node) {
+    const TensorType& input = fusion_.value(node.operands[0]).type;
+    std::vector<int64_t> dims = reduced_dims(fusion_, node);
+    bool trailing = are_trailing(dims, input.rank()) || input.rank() == 0;
+    int k = add_kernel(trailing ? KernelKind::RowReduce : KernelKind::GenericReduce, &node);
+    if (!trailing)
+      note(k, node.op + " reduces non-trailing dims: generic strided reduction (one thread per output row)");
+    take_prologue(k, node);
+  }
+
+  // Merges the elementwise kernel computing `node`'s main input into `k` as
+  // a prologue when nothing else needs that kernel's values.
+  void take_prologue(int k, const Node& node) {
+    ValueId input = node.operands[0];
+    int e = kernel_with_tail(input);
+    if (e < 0 || e != k - 1)
+      return;
+    Open& producer = kernels_[static_cast<size_t>(e)];
+    if (producer.step.kind != KernelKind::Elementwise || producer.step.stages.size() != 1 ||
+        !used_only_by(input, node.id))
+      return;
+    for (NodeId id : producer.step.stages[0].pointwise) {
+      ValueId value = fusion_.node(id).result;
+      if (value == input)
+        continue;
+      for (NodeId user : users_[value])
+        if (producer_[fusion_.node(user).result] != e)
+          return; // a value of the prologue is needed elsewhere
+      if (is_output(fusion_, value))
+        return;
+    }
+    Open& target = kernels_[static_cast<size_t>(k)];
+    target.step.prologue = producer.step.stages[0].pointwise;
+    target.step.stats_in = producer.step.stats_in;
+    for (std::string& text : producer.step.notes)
+      target.step.notes.push_back(std::move(text));
+    target.step.notes.push_back("the pointwise ops before " + node.op + " run as its prologue");
+    for (NodeId id : target.step.prologue)
+      producer_[fusion_.node(id).result] = k - 1; // renumbered below
+    kernels_.erase(kernels_.begin() + e);
+    for (int& p : producer_)
+      if (p > e)
+        --p;
+    for (NodeId id : kernels_[static_cast<size_t>(e)].step.prologue)
+      producer_[fusion_.node(id).result] = e;
+  }
+
+  const Fusion& fusion_;
+  const PlanOptions& options_;
+  std::vector<std::vector<NodeId>> users_;
+  std::vector<int> producer_; // value -> kernel index, kArgument or kInline
+  std::vector<Open> kernels_;
+};
+
+} // namespace
+
+std::vector<KernelStep> group_kernels(const Fusion& fusion, const PlanOptions& options) {
+  return Grouper(fusion, options).run();
+}
+
+} // namespace fusegen::plan
