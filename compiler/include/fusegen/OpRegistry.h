@@ -70,6 +70,10 @@ using ReferenceFn = std::function<void(ReferenceContext&)>;
 // Names of tensor parameters the op updates in place, given its attributes
 // (e.g. batch_norm's running stats when training).
 using MutatesFn = std::function<std::vector<std::string>(const Attrs&)>;
+// Pointwise ops only: the CUDA float expression of the op applied to operand
+// expressions (slot order; each a side-effect-free expression that may be
+// repeated). May call the device helpers of templates/helpers.cu.
+using CudaFn = std::function<std::string(const std::vector<std::string>& operands, const Attrs& attrs)>;
 
 struct OpDef {
   std::string name;
@@ -77,7 +81,8 @@ struct OpDef {
   std::vector<ParamSpec> params;
   InferFn infer;
   ReferenceFn reference;
-  MutatesFn mutates; // may be empty: the op is pure
+  MutatesFn mutates = {}; // may be empty: the op is pure
+  CudaFn cuda = {};  // pointwise, identity and constant ops
 
   // Index of the Node::operands slot for tensor parameter `name`, or -1.
   int tensor_slot(std::string_view param) const;

@@ -12,6 +12,9 @@ void register_constant_ops(OpRegistry& registry) {
       .infer = [](ShapeContext&) -> std::optional<TensorType> { return TensorType{DType::F32, {}}; },
       .reference = [](ReferenceContext& ctx) { ctx.out.data.assign(1, ctx.get_float("value")); },
       .mutates = {},
+      .cuda = [](const std::vector<std::string>&, const Attrs& attrs) {
+        return ops::cuda_float(std::get<double>(attrs.at("value")));
+      },
   });
 }
 

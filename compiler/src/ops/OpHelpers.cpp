@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace fusegen::ops {
@@ -149,6 +151,20 @@ Shape resolve_shape(const ShapeContext& ctx, const Shape& shape) {
   for (const Dim& d : shape)
     result.push_back(ctx.resolve(d));
   return result;
+}
+
+std::string cuda_float(double value) {
+  float f = static_cast<float>(value);
+  if (std::isnan(f))
+    return "__int_as_float(0x7fc00000)";
+  if (std::isinf(f))
+    return f > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  char text[48];
+  std::snprintf(text, sizeof text, "%.9g", static_cast<double>(f));
+  std::string literal = text;
+  if (literal.find_first_of(".e") == std::string::npos)
+    literal += ".0";
+  return literal + "f";
 }
 
 } // namespace fusegen::ops

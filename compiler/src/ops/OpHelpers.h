@@ -49,6 +49,10 @@ std::optional<std::vector<int64_t>> normalize_dims(ShapeContext& ctx, std::strin
 // Symbolic counterpart of reduced_shape: kept dims pass through unchanged.
 Shape reduced_symbolic_shape(const Shape& shape, const std::vector<int64_t>& dims, bool keepdim);
 
+// A CUDA float literal holding exactly float(value): "0.00999999978f",
+// "-1.0f"; infinities and NaN through bit patterns (NVRTC has no math.h).
+std::string cuda_float(double value);
+
 } // namespace fusegen::ops
 
 namespace fusegen::ops {

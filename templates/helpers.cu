@@ -1,0 +1,114 @@
+// fusegen device helpers: the float functions generated kernels call for
+// pointwise ops (see the `cuda` entries of compiler/src/ops/Pointwise.cpp).
+// Each follows PyTorch's CUDA formula for float32 so results match eager
+// mode; NaN propagates where torch propagates it. No fast-math intrinsics:
+// strict precision must stay within 1e-4 of float64.
+//
+// The generator emits this file once, before every kernel. It has no hooks
+// and compiles alone with nvcc and NVRTC (no #include).
+
+#ifndef FUSEGEN_HELPERS_DEFINED
+#define FUSEGEN_HELPERS_DEFINED
+
+__device__ __forceinline__ float fusegen_is_nan(float x) { return x != x; }
+
+__device__ __forceinline__ float fusegen_maximum(float a, float b) {
+  return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b);
+}
+
+__device__ __forceinline__ float fusegen_minimum(float a, float b) {
+  return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b);
+}
+
+// torch.clamp: min(max(x, lo), hi), so hi wins when lo > hi; NaN stays NaN.
+__device__ __forceinline__ float fusegen_clamp(float x, float lo, float hi) {
+  return x != x ? x : fminf(fmaxf(x, lo), hi);
+}
+
+__device__ __forceinline__ float fusegen_relu(float x) { return (x > 0.0f || x != x) ? x : 0.0f; }
+
+__device__ __forceinline__ float fusegen_leaky_relu(float x, float slope) {
+  return x > 0.0f ? x : x * slope;
+}
+
+__device__ __forceinline__ float fusegen_gelu(float x) {
+  return 0.5f * x * (1.0f + erff(x * 0.707106781186547524f));
+}
+
+__device__ __forceinline__ float fusegen_gelu_tanh(float x) {
+  const float kBeta = 0.797884560802865355f; // sqrt(2 / pi)
+  const float kKappa = 0.044715f;
+  return 0.5f * x * (1.0f + tanhf(kBeta * (x + kKappa * x * x * x)));
+}
+
+__device__ __forceinline__ float fusegen_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+__device__ __forceinline__ float fusegen_silu(float x) { return x / (1.0f + expf(-x)); }
+
+__device__ __forceinline__ float fusegen_mish(float x) { return x * tanhf(log1pf(expf(x))); }
+
+__device__ __forceinline__ float fusegen_softplus(float x, float beta, float threshold) {
+  return x * beta > threshold ? x : log1pf(expf(x * beta)) / beta;
+}
+
+__device__ __forceinline__ float fusegen_hardsigmoid(float x) {
+  return fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
+}
+
+__device__ __forceinline__ float fusegen_hardswish(float x) {
+  return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
+}
+
+__device__ __forceinline__ float fusegen_elu(float x, float alpha) {
+  return x > 0.0f ? x : alpha * expm1f(x);
+}
+
+// 1/sqrt rounded twice is closer to float64 than the approximate rsqrtf.
+__device__ __forceinline__ float fusegen_rsqrt(float x) { return 1.0f / sqrtf(x); }
+
+// Welford/Chan statistics: count, mean, M2 (sum of squared deviations).
+struct FusegenWelford {
+  float count;
+  float mean;
+  float m2;
+};
+
+__device__ __forceinline__ FusegenWelford fusegen_welford_add(FusegenWelford s, float x) {
+  s.count += 1.0f;
+  float delta = x - s.mean;
+  s.mean += delta / s.count;
+  s.m2 += delta * (x - s.mean);
+  return s;
+}
+
+// Chan et al.: merge two partial statistics without cancellation.
+__device__ __forceinline__ FusegenWelford fusegen_welford_merge(FusegenWelford a, FusegenWelford b) {
+  if (b.count == 0.0f) return a;
+  if (a.count == 0.0f) return b;
+  FusegenWelford r;
+  r.count = a.count + b.count;
+  float delta = b.mean - a.mean;
+  float weight = b.count / r.count;
+  r.mean = a.mean + delta * weight;
+  r.m2 = a.m2 + b.m2 + delta * delta * a.count * weight;
+  return r;
+}
+
+// Order-independent float atomics for row minimum/maximum across tiles: the
+// integer order of IEEE floats matches their value order for non-negative
+// values and reverses for negative ones.
+__device__ __forceinline__ void fusegen_atomic_min(float* address, float value) {
+  if (value >= 0.0f)
+    atomicMin(reinterpret_cast<int*>(address), __float_as_int(value));
+  else
+    atomicMax(reinterpret_cast<unsigned int*>(address), __float_as_uint(value));
+}
+
+__device__ __forceinline__ void fusegen_atomic_max(float* address, float value) {
+  if (value >= 0.0f)
+    atomicMax(reinterpret_cast<int*>(address), __float_as_int(value));
+  else
+    atomicMin(reinterpret_cast<unsigned int*>(address), __float_as_uint(value));
+}
+
+#endif // FUSEGEN_HELPERS_DEFINED
