@@ -1,14 +1,28 @@
-// fusegen device helpers: the float functions generated kernels call for
-// pointwise ops (see the `cuda` entries of compiler/src/ops/Pointwise.cpp).
-// Each follows PyTorch's CUDA formula for float32 so results match eager
-// mode; NaN propagates where torch propagates it. No fast-math intrinsics:
-// strict precision must stay within 1e-4 of float64.
+// fusegen device helpers, shared by every template and generated kernel:
+//  * FUSEGEN_HOOK, the annotation marking a template's hook points;
+//  * FusegenArgs, the one argument block every generated kernel takes;
+//  * the float functions generated code calls for pointwise ops (see the
+//    `cuda` entries of compiler/src/ops/Pointwise.cpp). Each follows
+//    PyTorch's CUDA formula for float32 so results match eager mode; NaN
+//    propagates where torch propagates it. No fast-math intrinsics: strict
+//    precision must stay within 1e-4 of float64.
 //
-// The generator emits this file once, before every kernel. It has no hooks
-// and compiles alone with nvcc and NVRTC (no #include).
+// Templates include this file under `#ifndef FUSEGEN_HELPERS_DEFINED`; the
+// generator emits it once at the top of a generated file, so that include is
+// skipped there. It has no hooks and compiles alone with nvcc and NVRTC.
 
 #ifndef FUSEGEN_HELPERS_DEFINED
 #define FUSEGEN_HELPERS_DEFINED
+
+#define FUSEGEN_HOOK(name) __attribute__((annotate("fusegen_hook:" name)))
+
+// The argument block of every generated kernel, passed by value. buf[i] is
+// buffer i of the fusion's plan (arguments, outputs, workspace buffers);
+// dim[i] the value of the fusion's i-th symbolic dim (sorted by name).
+struct FusegenArgs {
+  float* buf[32];
+  long long dim[8];
+};
 
 __device__ __forceinline__ float fusegen_is_nan(float x) { return x != x; }
 

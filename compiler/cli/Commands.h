@@ -20,6 +20,8 @@ inline constexpr int kExitUsage = 2;     // bad command line, unreadable file
 int check_command(const std::vector<std::string>& args);
 int run_command(const std::vector<std::string>& args);
 int plan_command(const std::vector<std::string>& args);
+// `fusegen SPEC -o kernels.cu ...` (no subcommand word).
+int generate_command(const std::vector<std::string>& args);
 
 // A spec loaded and compiled for a command; diagnostics already printed.
 struct LoadedSpec {

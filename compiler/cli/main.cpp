@@ -8,6 +8,16 @@
 namespace {
 
 constexpr const char* kUsage = R"(usage: fusegen <command> [options]
+       fusegen SPEC -o kernels.cu [-H kernels.h] [options]
+
+Generate CUDA (no GPU needed):
+  fusegen SPEC -o kernels.cu [-H kernels.h] [--dims N=1024] [--arch sm_90]
+         [--precision strict|tf32] [--emit=ir|plan|cuda]
+      One self-contained .cu with every fusion of SPEC: extern "C" kernels
+      and host launchers fusegen_<fusion>_launch(...) (define
+      FUSEGEN_DEVICE_ONLY to drop them); -H writes a header declaring the
+      launchers and fusegen_<fusion>_workspace_size(...). --dims bakes sizes
+      in; without it symbolic dims are runtime arguments. --emit stops early.
 
 Commands:
   check SPEC [--dims N=128] [--dump-after=PASS|all]
@@ -54,6 +64,10 @@ int main(int argc, char** argv) {
     return fusegen::cli::run_command(rest);
   if (command == "plan")
     return fusegen::cli::plan_command(rest);
+  // `fusegen SPEC -o kernels.cu`: anything that is not a command is a spec file.
+  if (command.empty() || command[0] != '-')
+    if (command.find('.') != std::string::npos || command.find('/') != std::string::npos)
+      return fusegen::cli::generate_command(args);
   std::cerr << "fusegen: error: unknown command '" << command << "' (see fusegen --help)\n";
   return fusegen::cli::kExitUsage;
 }

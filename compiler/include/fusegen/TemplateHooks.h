@@ -9,8 +9,12 @@
 //   FUSEGEN_HOOK("compute") __device__ __forceinline__ void compute(...) { ... }
 //
 // Hooks are ordinary namespace-scope declarations with default bodies, so a
-// template compiles on its own. The generator replaces each hook's whole
-// declaration, from FUSEGEN_HOOK up to and including the closing '}' or ';'.
+// template compiles on its own. A type hook puts the macro where a GNU
+// attribute applies to the type: `struct FUSEGEN_HOOK("p") Params { ... };` or
+// `FUSEGEN_HOOK("t") typedef float scalar_t;`. The generator replaces each
+// hook's whole declaration, from its first token (FUSEGEN_HOOK, `template` or
+// `struct`) up to and including the closing '}' of a function body or the ';'
+// ending any other declaration.
 //
 // This header holds two things, both plain data (no LLVM):
 //  * the expectations: which hooks each template must declare, checked at build
@@ -60,13 +64,34 @@ struct TemplateSpec {
 inline constexpr HookSpec kElementwiseHooks[] = {
     {"block_size", HookKind::Constant, "kBlockSize", "const int"},
     {"vector_width", HookKind::Constant, "kVectorWidth", "const int"},
-    {"num_inputs", HookKind::Constant, "kNumInputs", "const int"},
-    {"num_outputs", HookKind::Constant, "kNumOutputs", "const int"},
-    {"compute", HookKind::Function, "compute", "void (const float *, float *, long long)"},
+    {"numel", HookKind::Function, "numel", "long long (const FusegenArgs &)"},
+    {"vector_ok", HookKind::Function, "vector_ok", "bool (const FusegenArgs &)"},
+    {"compute", HookKind::Function, "compute", "void (const FusegenArgs &, long long)"},
+    {"compute4", HookKind::Function, "compute4", "void (const FusegenArgs &, long long)"},
+    {"entry", HookKind::Function, "fusegen_elementwise", "void (FusegenArgs)"},
 };
 
+}  // namespace fusegen::templates
+
+// One header per template kind, each owned with its template and emitter.
+#include "fusegen/hooks/ColumnStatsHooks.h"
+#include "fusegen/hooks/GemmHooks.h"
+#include "fusegen/hooks/GenericReduceHooks.h"
+#include "fusegen/hooks/RowReduceHooks.h"
+#include "fusegen/hooks/StatsFinalizeHooks.h"
+#include "fusegen/hooks/WindowHooks.h"
+
+namespace fusegen::templates {
+
 inline constexpr TemplateSpec kTemplateSpecs[] = {
+    {"column_stats.cu", kColumnStatsHooks},
     {"elementwise.cu", kElementwiseHooks},
+    {"gemm.cu", kGemmHooks},
+    {"generic_reduce.cu", kGenericReduceHooks},
+    {"helpers.cu", {}},  // device helpers emitted before every kernel; no hooks
+    {"row_reduce.cu", kRowReduceHooks},
+    {"stats_finalize.cu", kStatsFinalizeHooks},
+    {"window.cu", kWindowHooks},
 };
 
 constexpr const TemplateSpec* find_template_spec(std::string_view file) {

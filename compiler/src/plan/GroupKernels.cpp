@@ -42,10 +42,21 @@ public:
 
 private:
   // A kernel being built: `tail` is the value its epilogue can extend (kNoId
-  // once closed), `domain` that value's shape.
+  // once closed); `live` every value of its current stage that the epilogue
+  // still holds (the stage's anchor result and pointwise results).
   struct Open {
     KernelStep step;
     ValueId tail = kNoId;
+    std::vector<ValueId> live;
+
+    void set_tail(ValueId value, bool new_stage) {
+      if (new_stage || value == kNoId)
+        live.clear();
+      tail = value;
+      if (value != kNoId)
+        live.push_back(value);
+    }
+    bool holds(ValueId value) const { return std::find(live.begin(), live.end(), value) != live.end(); }
   };
 
   int kernel_count() const { return static_cast<int>(kernels_.size()); }
@@ -55,7 +66,7 @@ private:
     open.step.kind = kind;
     if (anchor) {
       open.step.stages.push_back({anchor->id, {}});
-      open.tail = anchor->result;
+      open.set_tail(anchor->result, true);
       producer_[anchor->result] = kernel_count();
     }
     kernels_.push_back(std::move(open));
@@ -72,6 +83,14 @@ private:
     return k;
   }
 
+  // The kernel whose current stage still holds `value`, or -1.
+  int kernel_holding(ValueId value) const {
+    int k = value == kNoId ? kArgument : producer_[value];
+    if (k < 0 || !kernels_[static_cast<size_t>(k)].holds(value))
+      return -1;
+    return k;
+  }
+
   bool used_only_by(ValueId value, NodeId node) const {
     return users_[value].size() == 1 && users_[value][0] == node && !is_output(fusion_, value);
   }
@@ -83,20 +102,20 @@ private:
   void place_pointwise(const Node& node) {
     int target = -1;
     for (ValueId operand : node.operands) {
-      int k = kernel_with_tail(operand);
+      int k = kernel_holding(operand);
       if (k > target)
         target = k;
     }
     if (target >= 0 && can_extend(target, node)) {
       Open& open = kernels_[static_cast<size_t>(target)];
       open.step.stages.back().pointwise.push_back(node.id);
-      open.tail = node.result;
+      open.set_tail(node.result, false);
       producer_[node.result] = target;
       return;
     }
     int k = add_kernel(KernelKind::Elementwise, nullptr);
     kernels_[static_cast<size_t>(k)].step.stages.push_back({kNoId, {node.id}});
-    kernels_[static_cast<size_t>(k)].tail = node.result;
+    kernels_[static_cast<size_t>(k)].set_tail(node.result, true);
     producer_[node.result] = k;
     if (target >= 0)
       note(k, "starts a new kernel: " + node.op + " changes the domain of " +
@@ -107,14 +126,14 @@ private:
     const Open& open = kernels_[static_cast<size_t>(target)];
     if (open.step.kind == KernelKind::StatsFinalize || open.step.kind == KernelKind::ColumnStats)
       return false;
-    if (fusion_.value(node.result).type.shape != fusion_.value(open.tail).type.shape)
+    if (open.tail == kNoId || fusion_.value(node.result).type.shape != fusion_.value(open.tail).type.shape)
       return false;
     for (ValueId operand : node.operands) {
-      if (operand == kNoId || operand == open.tail)
+      if (operand == kNoId || open.holds(operand))
         continue;
       int k = producer_[operand];
       if (k != kInline && k != kArgument && k >= target)
-        return false; // produced in this kernel (not its tail) or later
+        return false; // produced in this kernel (no longer held) or later
     }
     return true;
   }
@@ -178,7 +197,7 @@ private:
       return false;
     }
     open.step.stages.push_back({node.id, {}});
-    open.tail = node.result;
+    open.set_tail(node.result, true);
     producer_[node.result] = k;
     note(k, node.op + " runs in the GEMM epilogue: a " + std::to_string(options_.gemm_tile_n) +
                 "-wide tile holds whole groups of " + std::to_string(width) + " channels");
@@ -202,7 +221,7 @@ private:
     if (!shape[1].is_constant() || groups <= 0 || options_.gemm_tile_n % (shape[1].value() / groups) != 0)
       return false;
     open.step.stats_out = node.id;
-    open.tail = kNoId;
+    open.set_tail(kNoId, true);
     note(k, "epilogue emits partial group_norm statistics per (sample, group) and row tile");
     start_stats_apply(node, "applies group_norm with statistics combined from the conv's partials");
     return true;
@@ -214,7 +233,7 @@ private:
     Open& apply = kernels_[static_cast<size_t>(a)];
     apply.step.stats_in = node.id;
     apply.step.stages.push_back({kNoId, {node.id}});
-    apply.tail = node.result;
+    apply.set_tail(node.result, true);
     producer_[node.result] = a;
     note(a, std::move(why));
   }
@@ -234,7 +253,7 @@ private:
                   stage_op(open, 0).op != "conv2d" && used_only_by(input, node.id);
       if (from_gemm) {
         open.step.stats_out = node.id;
-        open.tail = kNoId;
+        open.set_tail(kNoId, true);
         note(k, "epilogue emits per-column partial statistics (count, mean, M2) per row tile for batch_norm");
       }
     }
@@ -262,7 +281,7 @@ private:
         is_fusable_row_norm(last.op) && is_min_max(node.op) && dims == std::vector<int64_t>{1} &&
         fusion_.value(input).type.rank() == 2) {
       open.step.stages.push_back({node.id, {}});
-      open.tail = kNoId; // complete only after every column tile: no epilogue here
+      open.set_tail(kNoId, true); // complete only after every column tile: no epilogue here
       producer_[node.result] = k;
       note(k, node.op + " over the row runs in the epilogue: per-tile partial results combined with atomics "
                         "(order-independent, so deterministic)");
@@ -272,7 +291,7 @@ private:
         op_of(last).kind == OpKind::Normalization && dims == reduced_dims(fusion_, last) &&
         last.op != "softmax" && last.op != "log_softmax") {
       open.step.stages.push_back({node.id, {}});
-      open.tail = node.result;
+      open.set_tail(node.result, true);
       producer_[node.result] = k;
       note(k, node.op + " over the normalized rows stays in the same kernel");
       return true;

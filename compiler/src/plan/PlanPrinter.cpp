@@ -62,35 +62,41 @@ std::string node_text(const Fusion& fusion, NodeId id) {
 
 } // namespace
 
+std::string print_kernel_plan(const Plan& plan, size_t k) {
+  const Fusion& fusion = plan.fusion;
+  const KernelStep& step = plan.kernels[k];
+  std::string out = "  kernel " + std::to_string(k) + ": fusegen_" + step.name + " [" + kernel_kind_name(step.kind) + "]\n";
+  for (NodeId id : step.prologue)
+    out += "    prologue  " + node_text(fusion, id) + "\n";
+  for (const Stage& stage : step.stages) {
+    if (stage.op != kNoId)
+      out += "    op        " + node_text(fusion, stage.op) + "\n";
+    for (NodeId id : stage.pointwise)
+      out += std::string("    ") + (id == step.stats_in ? "apply     " : "epilogue  ") + node_text(fusion, id) + "\n";
+  }
+  if (step.kind == KernelKind::StatsFinalize)
+    out += "    finalize  " + node_text(fusion, step.stats_in) + "\n";
+  auto list = [&](const char* label, const std::vector<BufferId>& ids) {
+    std::string line = std::string("    ") + label;
+    for (size_t i = 0; i < ids.size(); ++i)
+      line += (i ? ", " : " ") + plan.buffer(ids[i]).name;
+    return line + "\n";
+  };
+  out += list("reads:", step.reads);
+  out += list("writes:", step.writes);
+  for (const std::string& note : step.notes)
+    out += "    why: " + note + "\n";
+  return out;
+}
+
+
 std::string print_plan(const Plan& plan) {
   const Fusion& fusion = plan.fusion;
   std::string out = "plan for fusion " + fusion.name + " (precision=" + precision_name(fusion.precision) +
                     "): " + std::to_string(plan.kernels.size()) +
                     (plan.kernels.size() == 1 ? " kernel\n" : " kernels\n");
-  for (size_t k = 0; k < plan.kernels.size(); ++k) {
-    const KernelStep& step = plan.kernels[k];
-    out += "  kernel " + std::to_string(k) + ": fusegen_" + step.name + " [" + kernel_kind_name(step.kind) + "]\n";
-    for (NodeId id : step.prologue)
-      out += "    prologue  " + node_text(fusion, id) + "\n";
-    for (const Stage& stage : step.stages) {
-      if (stage.op != kNoId)
-        out += "    op        " + node_text(fusion, stage.op) + "\n";
-      for (NodeId id : stage.pointwise)
-        out += std::string("    ") + (id == step.stats_in ? "apply     " : "epilogue  ") + node_text(fusion, id) + "\n";
-    }
-    if (step.kind == KernelKind::StatsFinalize)
-      out += "    finalize  " + node_text(fusion, step.stats_in) + "\n";
-    auto list = [&](const char* label, const std::vector<BufferId>& ids) {
-      std::string line = std::string("    ") + label;
-      for (size_t i = 0; i < ids.size(); ++i)
-        line += (i ? ", " : " ") + plan.buffer(ids[i]).name;
-      return line + "\n";
-    };
-    out += list("reads:", step.reads);
-    out += list("writes:", step.writes);
-    for (const std::string& note : step.notes)
-      out += "    why: " + note + "\n";
-  }
+  for (size_t k = 0; k < plan.kernels.size(); ++k)
+    out += print_kernel_plan(plan, k);
   bool any = false;
   for (const PlanBuffer& buffer : plan.buffers) {
     if (buffer.role != PlanBuffer::Role::Intermediate && buffer.role != PlanBuffer::Role::Statistics)

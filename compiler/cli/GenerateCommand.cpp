@@ -1,0 +1,126 @@
+// `fusegen SPEC -o kernels.cu [-H kernels.h] [--dims N=1024] [--arch sm_90]
+//  [--precision strict|tf32] [--emit=ir|plan|cuda]`: offline generation.
+#include "CommandLine.h"
+#include "Commands.h"
+
+#include "fusegen/Codegen.h"
+#include "fusegen/IRPrinter.h"
+#include "fusegen/Planner.h"
+
+#include <charconv>
+#include <fstream>
+#include <iostream>
+
+namespace fusegen::cli {
+namespace {
+
+Result<int> parse_arch(const std::string& text) {
+  int arch = 0;
+  std::string digits = text.rfind("sm_", 0) == 0 ? text.substr(3) : "";
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), arch);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
+    return Error{"bad --arch '" + text + "' (expected sm_80, sm_86, sm_89, sm_90, ...)"};
+  if (arch < 80)
+    return Error{"--arch " + text + " is not supported (fusegen targets sm_80 and newer)"};
+  return arch;
+}
+
+Status write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out)
+    return Error{"cannot write " + path};
+  return Status::success();
+}
+
+} // namespace
+
+int generate_command(const std::vector<std::string>& args) {
+  Result<CommandLine> parsed = parse_command_line(args, {{"o", true, false},
+                                                         {"H", true, false},
+                                                         {"dims", true, true},
+                                                         {"arch", true, false},
+                                                         {"precision", true, false},
+                                                         {"emit", true, false},
+                                                         {"dump-after", true, false}});
+  if (!parsed) {
+    std::cerr << "fusegen: error: " << parsed.error() << "\n";
+    return kExitUsage;
+  }
+  const CommandLine& line = parsed.value();
+  if (line.positional.size() != 1) {
+    std::cerr << "fusegen: error: expected one spec file (usage: fusegen SPEC -o kernels.cu [-H kernels.h])\n";
+    return kExitUsage;
+  }
+  Result<DimBindings> dims = parse_dims(line.values.count("dims") ? line.values.at("dims") : std::vector<std::string>{});
+  Result<int> arch = parse_arch(line.value("arch", "sm_90"));
+  std::string emit = line.value("emit", "cuda");
+  std::string precision_text = line.value("precision");
+  std::string usage_error;
+  if (!dims)
+    usage_error = dims.error();
+  else if (!arch)
+    usage_error = arch.error();
+  else if (emit != "cuda" && emit != "plan" && emit != "ir")
+    usage_error = "bad --emit '" + emit + "' (expected ir, plan or cuda)";
+  else if (!precision_text.empty() && precision_text != "strict" && precision_text != "tf32")
+    usage_error = "bad --precision '" + precision_text + "' (expected strict or tf32)";
+  if (!usage_error.empty()) {
+    std::cerr << "fusegen: error: " << usage_error << "\n";
+    return kExitUsage;
+  }
+  int exit_code = kExitOk;
+  std::unique_ptr<LoadedSpec> spec = load_spec(line.positional[0], line.value("dump-after"), exit_code);
+  if (!spec)
+    return exit_code;
+
+  CodegenOptions options;
+  options.arch = arch.value();
+  options.source_name = line.positional[0];
+  if (!precision_text.empty())
+    options.precision = precision_text == "tf32" ? Precision::TF32 : Precision::Strict;
+  std::vector<Plan> plans;
+  std::string text;
+  for (const Fusion& fusion : spec->module.fusions) {
+    std::optional<Fusion> concrete = specialize_for(*spec, fusion, dims.value(), exit_code);
+    if (!concrete)
+      return exit_code;
+    if (options.precision)
+      concrete->precision = *options.precision;
+    if (emit == "ir")
+      text += print_fusion(*concrete);
+    plans.push_back(plan_fusion(*concrete));
+    if (emit == "plan")
+      text += print_plan(plans.back());
+  }
+  std::string header;
+  if (emit == "cuda") {
+    Result<GeneratedCode> code = generate_cuda(plans, options);
+    if (!code) {
+      std::cerr << "fusegen: error: " << code.error() << "\n";
+      return kExitSpecError;
+    }
+    text = std::move(code.value().source);
+    header = std::move(code.value().header);
+  }
+  if (!line.has("o")) {
+    std::cout << text;
+  } else if (Status written = write_file(line.value("o"), text); !written) {
+    std::cerr << "fusegen: error: " << written.error() << "\n";
+    return kExitUsage;
+  }
+  if (line.has("H")) {
+    if (emit != "cuda") {
+      std::cerr << "fusegen: error: -H needs --emit=cuda\n";
+      return kExitUsage;
+    }
+    if (Status written = write_file(line.value("H"), header); !written) {
+      std::cerr << "fusegen: error: " << written.error() << "\n";
+      return kExitUsage;
+    }
+  }
+  return kExitOk;
+}
+
+} // namespace fusegen::cli

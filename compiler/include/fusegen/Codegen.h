@@ -1,0 +1,79 @@
+// CUDA code generation: plans -> one self-contained .cu (kernels, device
+// helpers, host launchers) plus a header, and the launch metadata the JIT
+// runtime needs (kernel names, grids, blocks, shared memory, workspace
+// layout). Deterministic: the same plans and options give identical bytes.
+#pragma once
+
+#include "fusegen/Plan.h"
+#include "fusegen/Result.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fusegen {
+
+// Limits of the kernel argument block shared by every generated kernel.
+inline constexpr int kMaxKernelBuffers = 32;
+inline constexpr int kMaxKernelDims = 8;
+
+struct CodegenOptions {
+  int arch = 90;                      // sm_XY as XY; 80 and above
+  std::optional<Precision> precision; // overrides each fusion's own
+  std::string source_name = "spec";   // for the file comment
+};
+
+// A size known as a number (specialized dims) and/or as a C expression over
+// the launcher's dim parameters.
+struct SizeExpr {
+  std::string c;               // e.g. "((N + 63) / 64)"
+  std::optional<int64_t> value; // when every dim involved is constant
+};
+
+// A buffer filled with a constant before a kernel runs (e.g. +inf before a
+// row minimum accumulated with atomics).
+struct BufferFill {
+  BufferId buffer = 0;
+  float value = 0;
+};
+
+struct KernelLaunch {
+  std::string name; // C symbol
+  KernelKind kind = KernelKind::Elementwise;
+  std::array<SizeExpr, 3> grid;
+  int block = 0;            // threads per block (1-D)
+  int64_t shared_bytes = 0; // dynamic shared memory
+  std::vector<BufferFill> fills;
+};
+
+// Where each workspace buffer lives: byte offset from the workspace base,
+// 256-byte aligned.
+struct WorkspaceSlot {
+  BufferId buffer = 0;
+  SizeExpr offset;
+  SizeExpr bytes;
+};
+
+struct GeneratedFusion {
+  std::string name;
+  Precision precision = Precision::Strict;
+  std::vector<std::string> dim_symbols;  // args.dim[i] holds dim_symbols[i]
+  std::vector<std::string> buffer_names; // args.buf[i] is buffer i of the plan
+  std::vector<KernelLaunch> kernels;     // in launch order
+  std::vector<WorkspaceSlot> workspace;
+  SizeExpr workspace_bytes;
+};
+
+struct GeneratedCode {
+  std::string source; // the .cu
+  std::string header; // launcher declarations
+  std::vector<GeneratedFusion> fusions;
+};
+
+// Generates code for the plans (one per fusion of a spec). Errors (an op or
+// shape no kernel template supports) name the fusion and node.
+Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const CodegenOptions& options);
+
+} // namespace fusegen

@@ -1,0 +1,126 @@
+// Elementwise kernels (templates/elementwise.cu): every element of the
+// domain decodes its coordinates, loads its operands with broadcasting,
+// evaluates the kernel's pointwise chain and stores each output.
+#include "codegen/Emitters.h"
+#include "codegen/KernelParts.h"
+#include "codegen/PointwiseEmitter.h"
+
+namespace fusegen::codegen {
+namespace {
+
+constexpr int kBlock = 256;
+constexpr int64_t kMaxBlocks = 65536; // grid-stride beyond this
+
+const char* kLanes[] = {"x", "y", "z", "w"};
+
+// The domain: the shape of the kernel's first computed value; every other
+// value of an elementwise kernel has the same shape.
+Shape domain_of(const EmitContext& ctx) {
+  return ctx.fusion().value(ctx.fusion().node(ctx.step().nodes().front()).result).type.shape;
+}
+
+std::vector<std::string> coord_names(size_t rank) {
+  std::vector<std::string> names;
+  for (size_t d = 0; d < rank; ++d)
+    names.push_back("c" + std::to_string(d));
+  return names;
+}
+
+std::vector<std::string> scalar_body(const EmitContext& ctx, const Shape& domain) {
+  std::vector<std::string> body;
+  decode_index(ctx, domain, "index", "c", body);
+  PointwiseEmitter pointwise(ctx, body, domain, coord_names(domain.size()));
+  for (const auto& [value, buffer] : stored_values(ctx))
+    body.push_back(ctx.buffer(buffer) + "[index] = " + pointwise.value(value) + ";");
+  return body;
+}
+
+// Four consecutive elements: operands that vary along the last dim are read
+// as one float4, operands broadcast along it once; outputs stored as float4.
+std::vector<std::string> vector_body(const EmitContext& ctx, const Shape& domain) {
+  std::vector<std::string> body;
+  decode_index(ctx, domain, "index", "c", body);
+  std::vector<std::string> coords = coord_names(domain.size());
+  std::vector<std::pair<ValueId, std::string>> leaves; // value, float4 variable or scalar
+  for (ValueId value : loaded_values(ctx)) {
+    const Shape& shape = ctx.fusion().value(value).type.shape;
+    bool varies = !shape.empty() && !(shape.back().is_constant() && shape.back().value() == 1);
+    std::string name = "in" + std::to_string(value);
+    std::string offset = broadcast_offset(ctx, shape, coords);
+    if (varies)
+      body.push_back("const float4 " + name + " = *reinterpret_cast<const float4*>(" + ctx.value_buffer(value) +
+                     " + " + offset + ");");
+    else
+      body.push_back("const float " + name + " = " + ctx.value_buffer(value) + "[" + offset + "];");
+    leaves.push_back({value, varies ? name : ""});
+  }
+  std::vector<std::pair<ValueId, BufferId>> outputs = stored_values(ctx);
+  std::vector<std::vector<std::string>> results(outputs.size());
+  for (int lane = 0; lane < 4; ++lane) {
+    std::vector<std::string> lane_coords = coords;
+    lane_coords.back() = "(" + coords.back() + " + " + std::to_string(lane) + ")";
+    std::vector<std::string> lines;
+    PointwiseEmitter pointwise(ctx, lines, domain, lane_coords);
+    for (const auto& [value, vector] : leaves)
+      pointwise.bind(value, vector.empty() ? "in" + std::to_string(value) : vector + "." + kLanes[lane]);
+    for (size_t o = 0; o < outputs.size(); ++o)
+      results[o].push_back(pointwise.value(outputs[o].first));
+    body.push_back("{ // lane " + std::to_string(lane));
+    for (const std::string& line : lines)
+      body.push_back("  " + line);
+    for (size_t o = 0; o < outputs.size(); ++o)
+      body.push_back("  out" + std::to_string(o) + "." + kLanes[lane] + " = " + results[o].back() + ";");
+    body.push_back("}");
+  }
+  std::vector<std::string> declarations;
+  for (size_t o = 0; o < outputs.size(); ++o)
+    declarations.push_back("float4 out" + std::to_string(o) + ";");
+  body.insert(body.begin(), declarations.begin(), declarations.end());
+  for (size_t o = 0; o < outputs.size(); ++o)
+    body.push_back("*reinterpret_cast<float4*>(" + ctx.buffer(outputs[o].second) + " + index) = out" +
+                   std::to_string(o) + ";");
+  return body;
+}
+
+std::vector<std::string> alignment_check(const EmitContext& ctx) {
+  std::string bits;
+  for (BufferId id : ctx.step().reads)
+    bits += (bits.empty() ? "" : " | ") + std::string("reinterpret_cast<unsigned long long>(") + ctx.buffer(id) + ")";
+  for (BufferId id : ctx.step().writes)
+    bits += (bits.empty() ? "" : " | ") + std::string("reinterpret_cast<unsigned long long>(") + ctx.buffer(id) + ")";
+  return {"return ((" + (bits.empty() ? std::string("0ULL") : bits) + ") & 15ULL) == 0;"};
+}
+
+} // namespace
+
+Result<KernelSource> emit_elementwise(const EmitContext& ctx) {
+  Shape domain = domain_of(ctx);
+  if (stored_values(ctx).empty())
+    return Error{"internal error: elementwise kernel stores nothing"};
+  bool vectorize = !domain.empty() && domain.back().is_constant() && domain.back().value() % 4 == 0;
+  int width = vectorize ? 4 : 1;
+  std::string params = "const FusegenArgs& args, long long index";
+  KernelSource source;
+  source.template_file = "elementwise.cu";
+  source.hooks["block_size"] = constant_hook("kBlockSize", kBlock);
+  source.hooks["vector_width"] = constant_hook("kVectorWidth", width);
+  std::string numel_text = ctx.product(domain, 0, domain.size());
+  std::vector<std::string> numel_body = {"return " + numel_text + ";"};
+  if (numel_text.find("args") == std::string::npos)
+    numel_body.insert(numel_body.begin(), "(void)args;");
+  source.hooks["numel"] = function_hook("long long", "numel", "const FusegenArgs& args", numel_body);
+  source.hooks["vector_ok"] = function_hook("bool", "vector_ok", "const FusegenArgs& args",
+                                            vectorize ? alignment_check(ctx)
+                                                      : std::vector<std::string>{"(void)args;", "return false;"});
+  source.hooks["compute"] = function_hook("void", "compute", params, scalar_body(ctx, domain));
+  source.hooks["compute4"] =
+      function_hook("void", "compute4", params,
+                    vectorize ? vector_body(ctx, domain) : std::vector<std::string>{"(void)args;", "(void)index;"});
+  source.hooks["entry"] = entry_hook(ctx, "kBlockSize", "elementwise_main(args);");
+  SizeExpr numel = ctx.size(domain, 0, domain.size());
+  source.launch.grid = {grid_stride_blocks(ctx, numel, kBlock * width, kMaxBlocks), ctx.constant(1), ctx.constant(1)};
+  source.launch.block = kBlock;
+  return source;
+}
+
+} // namespace fusegen::codegen

@@ -1,0 +1,265 @@
+// The code generation driver: per fusion, one template instance per planned
+// kernel (wrapped in its own namespace), then host launchers and a header.
+#include "fusegen/Codegen.h"
+
+#include "codegen/CodeWriter.h"
+#include "codegen/Emitters.h"
+#include "fusegen/Planner.h"
+#include "fusegen/TemplateText.h"
+
+#include <bit>
+#include <set>
+#include <sstream>
+
+namespace fusegen {
+namespace {
+
+using codegen::CodeWriter;
+using codegen::EmitContext;
+using codegen::KernelSource;
+
+constexpr int64_t kWorkspaceAlignment = 256;
+
+codegen::KernelEmitter emitter_for(KernelKind kind) {
+  switch (kind) {
+  case KernelKind::Elementwise: return codegen::emit_elementwise;
+  case KernelKind::Gemm: return codegen::emit_gemm;
+  case KernelKind::RowReduce: return codegen::emit_row_reduce;
+  case KernelKind::Window: return codegen::emit_window;
+  case KernelKind::ColumnStats: return codegen::emit_column_stats;
+  case KernelKind::StatsFinalize: return codegen::emit_stats_finalize;
+  case KernelKind::GenericReduce: return codegen::emit_generic_reduce;
+  }
+  return {};
+}
+
+const templates::TemplateText* find_template(std::string_view file) {
+  return templates::find_template_text(templates::kAllTemplates, file);
+}
+
+// Concatenates a template's fragments with the emitter's hook replacements.
+Result<std::string> instantiate(const KernelSource& source, const std::string& kernel) {
+  const templates::TemplateText* text = find_template(source.template_file);
+  if (!text)
+    return Error{"internal error: no template '" + source.template_file + "' for kernel " + kernel};
+  std::string out(text->fragments[0]);
+  std::set<std::string> used;
+  for (size_t i = 0; i < text->hooks.size(); ++i) {
+    const templates::HookInfo& hook = text->hooks[i];
+    auto it = source.hooks.find(std::string(hook.name));
+    if (it == source.hooks.end())
+      return Error{"internal error: kernel " + kernel + " leaves hook '" + std::string(hook.name) + "' of " +
+                   source.template_file + " unfilled"};
+    used.insert(it->first);
+    out += it->second;
+    out += text->fragments[i + 1];
+  }
+  for (const auto& [name, replacement] : source.hooks)
+    if (!used.count(name))
+      return Error{"internal error: kernel " + kernel + " fills hook '" + name + "' that " + source.template_file +
+                   " does not have"};
+  return out;
+}
+
+std::string comment_block(const std::string& text) {
+  std::string out;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line))
+    out += "//" + (line.empty() ? "" : " " + line) + "\n";
+  return out;
+}
+
+// Workspace buffers (intermediates, statistics) packed at aligned offsets.
+void layout_workspace(const Plan& plan, const EmitContext& ctx, GeneratedFusion& out) {
+  SizeExpr offset = ctx.constant(0);
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const PlanBuffer& buffer = plan.buffers[i];
+    if (buffer.role != PlanBuffer::Role::Intermediate && buffer.role != PlanBuffer::Role::Statistics)
+      continue;
+    SizeExpr floats = ctx.constant(1);
+    for (size_t d = 0; d < buffer.shape.size(); ++d) {
+      SizeExpr extent = ctx.size(buffer.shape, d, d + 1);
+      int64_t divisor = d < buffer.ceil_div.size() ? buffer.ceil_div[d] : 1;
+      floats = ctx.mul(floats, divisor > 1 ? ctx.ceil_div(extent, divisor) : extent);
+    }
+    SizeExpr bytes = ctx.mul(floats, ctx.constant(4));
+    out.workspace.push_back({static_cast<BufferId>(i), offset, bytes});
+    SizeExpr end = offset.value && bytes.value ? ctx.constant(*offset.value + *bytes.value)
+                                               : SizeExpr{"(" + offset.c + " + " + bytes.c + ")", std::nullopt};
+    offset = ctx.mul(ctx.ceil_div(end, kWorkspaceAlignment), ctx.constant(kWorkspaceAlignment));
+  }
+  out.workspace_bytes = offset;
+}
+
+std::string launcher_params(const Plan& plan, const GeneratedFusion& fusion) {
+  std::string params;
+  for (const PlanBuffer& buffer : plan.buffers) {
+    if (buffer.role == PlanBuffer::Role::Argument) {
+      bool written = plan.fusion.value(buffer.value).kind == ValueKind::State;
+      params += std::string(written ? "float* " : "const float* ") + buffer.name + ", ";
+    } else if (buffer.role == PlanBuffer::Role::Output) {
+      params += "float* " + buffer.name + ", ";
+    }
+  }
+  for (const std::string& symbol : fusion.dim_symbols)
+    params += "long long " + symbol + ", ";
+  return params + "void* workspace, cudaStream_t stream";
+}
+
+std::string workspace_params(const GeneratedFusion& fusion) {
+  std::string params;
+  for (const std::string& symbol : fusion.dim_symbols)
+    params += (params.empty() ? "" : ", ") + std::string("long long ") + symbol;
+  return params.empty() ? "void" : params;
+}
+
+void write_launcher(const Plan& plan, const GeneratedFusion& fusion, CodeWriter& w) {
+  const std::string prefix = "fusegen_" + fusion.name;
+  w.line("// Bytes of device memory fusegen_" + fusion.name + "_launch needs as `workspace`.");
+  w.open("extern \"C\" size_t " + prefix + "_workspace_size(" + workspace_params(fusion) + ")");
+  for (const std::string& symbol : fusion.dim_symbols)
+    w.line("(void)" + symbol + ";");
+  w.line("return (size_t)" + fusion.workspace_bytes.c + ";");
+  w.close();
+  w.line();
+  w.open("extern \"C\" cudaError_t " + prefix + "_launch(" + launcher_params(plan, fusion) + ")");
+  w.line("FusegenArgs args = {};");
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const PlanBuffer& buffer = plan.buffers[i];
+    if (buffer.role == PlanBuffer::Role::Argument || buffer.role == PlanBuffer::Role::Output)
+      w.line("args.buf[" + std::to_string(i) + "] = const_cast<float*>(" + buffer.name + ");");
+  }
+  for (const WorkspaceSlot& slot : fusion.workspace)
+    w.line("args.buf[" + std::to_string(slot.buffer) + "] = reinterpret_cast<float*>(static_cast<char*>(workspace) + " +
+           slot.offset.c + ");");
+  for (size_t i = 0; i < fusion.dim_symbols.size(); ++i)
+    w.line("args.dim[" + std::to_string(i) + "] = " + fusion.dim_symbols[i] + ";");
+  w.line("cudaError_t err = cudaSuccess;");
+  for (const KernelLaunch& kernel : fusion.kernels) {
+    for (const BufferFill& fill : kernel.fills) {
+      std::string count = "0";
+      for (const WorkspaceSlot& slot : fusion.workspace)
+        if (slot.buffer == fill.buffer)
+          count = "(" + slot.bytes.c + " / 4)";
+      if (plan.buffer(fill.buffer).role == PlanBuffer::Role::Output) {
+        count = "1";
+        for (const Dim& d : plan.buffer(fill.buffer).shape)
+          count += " * " + (d.is_constant() ? std::to_string(d.value()) + "LL" : d.name());
+      }
+      w.line("fusegen_fill<<<dim3((unsigned)((" + count + " + 255) / 256)), dim3(256), 0, stream>>>(args.buf[" +
+             std::to_string(fill.buffer) + "], __int_as_float(" + std::to_string(std::bit_cast<int32_t>(fill.value)) +
+             "), " + count + ");");
+    }
+    // C linkage, but C++ lookup still goes through the instance's namespace.
+    const std::string qualified = kernel.name + "_impl::" + kernel.name;
+    if (kernel.shared_bytes > 48 * 1024) {
+      w.line("err = cudaFuncSetAttribute(" + qualified + ", cudaFuncAttributeMaxDynamicSharedMemorySize, " +
+             std::to_string(kernel.shared_bytes) + ");");
+      w.line("if (err != cudaSuccess) return err;");
+    }
+    w.line(qualified + "<<<dim3((unsigned)" + kernel.grid[0].c + ", (unsigned)" + kernel.grid[1].c +
+           ", (unsigned)" + kernel.grid[2].c + "), dim3(" + std::to_string(kernel.block) + "), " +
+           std::to_string(kernel.shared_bytes) + ", stream>>>(args);");
+    w.line("err = cudaGetLastError();");
+    w.line("if (err != cudaSuccess) return err;");
+  }
+  w.line("return cudaSuccess;");
+  w.close();
+}
+
+constexpr const char* kFillKernel = R"(// Fills a buffer with one value (e.g. +inf before an atomic minimum).
+extern "C" __global__ void fusegen_fill(float* data, float value, long long count) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) data[i] = value;
+}
+)";
+
+} // namespace
+
+Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const CodegenOptions& options) {
+  if (options.arch < 80)
+    return Error{"sm_" + std::to_string(options.arch) + " is not supported (fusegen targets sm_80 and newer)"};
+  const templates::TemplateText* helpers = find_template("helpers.cu");
+  if (!helpers)
+    return Error{"internal error: templates/helpers.cu is not embedded"};
+  GeneratedCode code;
+  CodeWriter source;
+  source.line("// Generated by fusegen " FUSEGEN_VERSION " from " + options.source_name + ". Do not edit.");
+  source.line("// Target sm_" + std::to_string(options.arch) +
+              ". Compile with nvcc (host launchers included) or define FUSEGEN_DEVICE_ONLY for device code only.");
+  source.line();
+  source.raw(helpers->fragments[0]);
+  source.line();
+  source.raw(kFillKernel);
+  CodeWriter launchers;
+  CodeWriter header;
+  for (const Plan& plan : plans) {
+    GeneratedFusion fusion;
+    fusion.name = plan.fusion.name;
+    fusion.precision = options.precision.value_or(plan.fusion.precision);
+    fusion.dim_symbols = plan.fusion.symbols();
+    if (fusion.dim_symbols.size() > static_cast<size_t>(kMaxKernelDims))
+      return Error{"fusion '" + fusion.name + "' has more than " + std::to_string(kMaxKernelDims) + " symbolic dims"};
+    if (plan.buffers.size() > static_cast<size_t>(kMaxKernelBuffers))
+      return Error{"fusion '" + fusion.name + "' needs " + std::to_string(plan.buffers.size()) +
+                   " buffers; generated kernels take at most " + std::to_string(kMaxKernelBuffers)};
+    for (const PlanBuffer& buffer : plan.buffers)
+      fusion.buffer_names.push_back(buffer.name);
+    source.line();
+    source.line("// ===== fusion " + fusion.name + " (precision=" + precision_name(fusion.precision) + ") =====");
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      EmitContext ctx(plan, k, options, fusion.dim_symbols);
+      if (k == 0)
+        layout_workspace(plan, ctx, fusion);
+      Result<KernelSource> kernel = emitter_for(plan.kernels[k].kind)(ctx);
+      if (!kernel)
+        return Error{"fusion '" + fusion.name + "', kernel " + ctx.kernel_name() + ": " + kernel.error()};
+      kernel.value().launch.name = ctx.kernel_name();
+      kernel.value().launch.kind = plan.kernels[k].kind;
+      Result<std::string> text = instantiate(kernel.value(), ctx.kernel_name());
+      if (!text)
+        return Error{text.error()};
+      source.line();
+      source.raw(comment_block(print_kernel_plan(plan, k)));
+      source.line("namespace " + ctx.kernel_name() + "_impl {");
+      source.raw(text.value());
+      source.line("} // namespace " + ctx.kernel_name() + "_impl");
+      fusion.kernels.push_back(std::move(kernel.value().launch));
+    }
+    write_launcher(plan, fusion, launchers);
+    launchers.line();
+    header.line("// fusion " + fusion.name);
+    header.line("size_t fusegen_" + fusion.name + "_workspace_size(" + workspace_params(fusion) + ");");
+    header.line("cudaError_t fusegen_" + fusion.name + "_launch(" + launcher_params(plan, fusion) + ");");
+    header.line();
+    code.fusions.push_back(std::move(fusion));
+  }
+  source.line();
+  source.line("#ifndef FUSEGEN_DEVICE_ONLY");
+  source.line("#include <cuda_runtime.h>");
+  source.line();
+  source.raw(launchers.str());
+  source.line("#endif // FUSEGEN_DEVICE_ONLY");
+  code.source = source.take();
+
+  CodeWriter h;
+  h.line("// Generated by fusegen " FUSEGEN_VERSION " from " + options.source_name + ". Do not edit.");
+  h.line("// Launchers of the kernels in the matching .cu; each returns the first CUDA error.");
+  h.line("#pragma once");
+  h.line("#include <cuda_runtime.h>");
+  h.line("#include <stddef.h>");
+  h.line();
+  h.line("#ifdef __cplusplus");
+  h.line("extern \"C\" {");
+  h.line("#endif");
+  h.line();
+  h.raw(header.str());
+  h.line("#ifdef __cplusplus");
+  h.line("}");
+  h.line("#endif");
+  code.header = h.take();
+  return code;
+}
+
+} // namespace fusegen

@@ -1,0 +1,69 @@
+#include "codegen/KernelParts.h"
+
+#include "plan/PlanQueries.h"
+
+#include <algorithm>
+#include <set>
+
+namespace fusegen::codegen {
+
+std::string constant_hook(const std::string& name, int64_t value) {
+  return "constexpr int " + name + " = " + std::to_string(value) + ";";
+}
+
+std::string function_hook(const std::string& return_type, const std::string& name, const std::string& params,
+                          const std::vector<std::string>& body) {
+  std::string out = "__device__ __forceinline__ " + return_type + " " + name + "(" + params + ") {\n";
+  for (const std::string& line : body)
+    out += "  " + line + "\n";
+  return out + "}";
+}
+
+std::string entry_hook(const EmitContext& ctx, const std::string& launch_bounds, const std::string& main_call) {
+  return "__global__ void __launch_bounds__(" + launch_bounds + ") " + ctx.kernel_name() +
+         "(const FusegenArgs args) {\n  " + main_call + "\n}";
+}
+
+std::vector<std::pair<ValueId, BufferId>> stored_values(const EmitContext& ctx) {
+  std::vector<std::pair<ValueId, BufferId>> result;
+  for (NodeId id : ctx.step().nodes()) {
+    ValueId value = ctx.fusion().node(id).result;
+    BufferId buffer = ctx.plan().buffer_of(value);
+    if (buffer != kNoId &&
+        std::find(ctx.step().writes.begin(), ctx.step().writes.end(), buffer) != ctx.step().writes.end())
+      result.push_back({value, buffer});
+  }
+  return result;
+}
+
+std::vector<ValueId> loaded_values(const EmitContext& ctx) {
+  std::set<ValueId> computed;
+  for (NodeId id : ctx.step().nodes())
+    computed.insert(ctx.fusion().node(id).result);
+  std::vector<ValueId> result;
+  for (NodeId id : ctx.step().nodes()) {
+    const Node& node = ctx.fusion().node(id);
+    if (id == ctx.step().stats_in || node.op == "batch_norm")
+      continue; // normalization params are read by the apply code itself
+    for (ValueId operand : node.operands) {
+      if (operand == kNoId || computed.count(operand))
+        continue;
+      const Value& v = ctx.fusion().value(operand);
+      if (v.kind == ValueKind::Result && plan::is_constant(ctx.fusion().node(v.producer)))
+        continue;
+      if (std::find(result.begin(), result.end(), operand) == result.end())
+        result.push_back(operand);
+    }
+  }
+  return result;
+}
+
+SizeExpr grid_stride_blocks(const EmitContext& ctx, const SizeExpr& work, int64_t per_block, int64_t cap) {
+  SizeExpr blocks = ctx.ceil_div(work, per_block);
+  if (blocks.value)
+    return ctx.constant(std::clamp<int64_t>(*blocks.value, 1, cap));
+  std::string c = blocks.c, limit = std::to_string(cap) + "LL";
+  return {"(" + c + " < 1LL ? 1LL : (" + c + " > " + limit + " ? " + limit + " : " + c + "))", std::nullopt};
+}
+
+} // namespace fusegen::codegen

@@ -1,0 +1,27 @@
+// Pieces of hook text every emitter writes the same way.
+#pragma once
+
+#include "codegen/EmitContext.h"
+
+#include <string>
+#include <vector>
+
+namespace fusegen::codegen {
+
+// `constexpr int kName = value;`
+std::string constant_hook(const std::string& name, int64_t value);
+// A `__device__ __forceinline__` function hook with the given signature
+// (after the return type) and body lines.
+std::string function_hook(const std::string& return_type, const std::string& name, const std::string& params,
+                          const std::vector<std::string>& body);
+// The renamed `__global__` entry calling the template's main function.
+std::string entry_hook(const EmitContext& ctx, const std::string& launch_bounds, const std::string& main_call);
+// The values this kernel computes that live in memory: (value, buffer).
+std::vector<std::pair<ValueId, BufferId>> stored_values(const EmitContext& ctx);
+// Values this kernel reads from memory that it does not compute itself.
+std::vector<ValueId> loaded_values(const EmitContext& ctx);
+// Blocks for a grid-stride loop over `work` items, `per_block` items per
+// block: at least 1, at most `cap`.
+SizeExpr grid_stride_blocks(const EmitContext& ctx, const SizeExpr& work, int64_t per_block, int64_t cap);
+
+} // namespace fusegen::codegen

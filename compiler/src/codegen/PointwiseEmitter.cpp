@@ -1,0 +1,119 @@
+#include "codegen/PointwiseEmitter.h"
+
+#include "fusegen/OpRegistry.h"
+#include "ops/OpHelpers.h"
+
+#include <cassert>
+
+namespace fusegen::codegen {
+
+PointwiseEmitter::PointwiseEmitter(const EmitContext& ctx, std::vector<std::string>& lines, Shape domain,
+                                   std::vector<std::string> coords)
+    : ctx_(ctx), lines_(lines), domain_(std::move(domain)), coords_(std::move(coords)),
+      in_kernel_(ctx.fusion().nodes.size(), false) {
+  for (NodeId id : ctx.step().nodes())
+    in_kernel_[id] = true;
+}
+
+void PointwiseEmitter::bind(ValueId value, std::string expr) { values_[value] = std::move(expr); }
+
+void PointwiseEmitter::bind_stats(NodeId norm, std::string mean, std::string rstd) {
+  stats_[norm] = {std::move(mean), std::move(rstd)};
+}
+
+std::string PointwiseEmitter::value(ValueId id) {
+  if (auto it = values_.find(id); it != values_.end())
+    return it->second;
+  const Value& v = ctx_.fusion().value(id);
+  std::string expr;
+  if (v.kind == ValueKind::Result && ctx_.fusion().node(v.producer).op == "constant") {
+    expr = ops::cuda_float(std::get<double>(ctx_.fusion().node(v.producer).attrs.at("value")));
+    values_[id] = expr;
+    return expr;
+  }
+  if (v.kind == ValueKind::Result && in_kernel_[v.producer])
+    expr = compute(ctx_.fusion().node(v.producer));
+  else
+    expr = load(id);
+  std::string name = "v" + std::to_string(id);
+  lines_.push_back("const float " + name + " = " + expr + ";");
+  values_[id] = name;
+  return name;
+}
+
+std::string PointwiseEmitter::load(ValueId id) {
+  const Shape& shape = ctx_.fusion().value(id).type.shape;
+  return ctx_.value_buffer(id) + "[" + broadcast_offset(ctx_, shape, coords_) + "]";
+}
+
+// The channel (dim 1) coordinate of a tensor of `rank` inside the domain.
+std::string PointwiseEmitter::channel_coord(size_t rank) const {
+  assert(rank >= 2 && coords_.size() >= rank);
+  return coords_[coords_.size() - rank + 1];
+}
+
+std::string PointwiseEmitter::affine(const Node& node, const std::string& normalized, const std::string& channel) {
+  const OpDef* op = OpRegistry::builtin().find(node.op);
+  std::string result = normalized;
+  ValueId weight = node.operands[static_cast<size_t>(op->tensor_slot("weight"))];
+  ValueId bias = node.operands[static_cast<size_t>(op->tensor_slot("bias"))];
+  if (weight != kNoId)
+    result = "(" + result + " * " + ctx_.value_buffer(weight) + "[" + channel + "])";
+  if (bias != kNoId)
+    result = "(" + result + " + " + ctx_.value_buffer(bias) + "[" + channel + "])";
+  return result;
+}
+
+std::string PointwiseEmitter::apply_batch_norm_eval(const Node& node) {
+  const OpDef* op = OpRegistry::builtin().find(node.op);
+  std::string x = value(node.operands[0]);
+  std::string c = channel_coord(ctx_.fusion().value(node.operands[0]).type.rank());
+  std::string mean = ctx_.value_buffer(node.operands[static_cast<size_t>(op->tensor_slot("running_mean"))]);
+  std::string var = ctx_.value_buffer(node.operands[static_cast<size_t>(op->tensor_slot("running_var"))]);
+  std::string eps = ops::cuda_float(std::get<double>(node.attrs.at("eps")));
+  return affine(node, "((" + x + " - " + mean + "[" + c + "]) * fusegen_rsqrt(" + var + "[" + c + "] + " + eps + "))", c);
+}
+
+// (x - mean) * rstd, then the affine params, for a normalization whose
+// statistics another kernel computed.
+std::string PointwiseEmitter::apply_split_norm(const Node& node) {
+  const Fusion& fusion = ctx_.fusion();
+  std::string x = value(node.operands[0]);
+  const Shape& shape = fusion.value(node.operands[0]).type.shape;
+  std::string c = channel_coord(shape.size());
+  std::string mean, rstd;
+  if (auto it = stats_.find(node.id); it != stats_.end()) {
+    std::tie(mean, rstd) = it->second;
+  } else {
+    BufferId stats = ctx_.stats_buffer(node.id, true);
+    assert(stats != kNoId && "split normalization without finalized statistics");
+    std::string base = ctx_.buffer(stats);
+    std::string row;
+    if (node.op == "batch_norm") {
+      row = c;
+    } else { // group_norm: statistics per (sample, group)
+      int64_t groups = std::get<int64_t>(node.attrs.at("num_groups"));
+      std::string n = coords_[coords_.size() - shape.size()];
+      std::string per_group = "(" + ctx_.dim(shape[1]) + " / " + std::to_string(groups) + "LL)";
+      row = "(" + n + " * " + std::to_string(groups) + "LL + " + c + " / " + per_group + ")";
+    }
+    mean = base + "[2 * " + row + "]";
+    rstd = base + "[2 * " + row + " + 1]";
+  }
+  return affine(node, "((" + x + " - " + mean + ") * " + rstd + ")", c);
+}
+
+std::string PointwiseEmitter::compute(const Node& node) {
+  if (node.id == ctx_.step().stats_in)
+    return apply_split_norm(node);
+  if (node.op == "batch_norm")
+    return apply_batch_norm_eval(node);
+  const OpDef* op = OpRegistry::builtin().find(node.op);
+  assert(op && op->cuda && "pointwise op without a CUDA expression");
+  std::vector<std::string> operands;
+  for (ValueId operand : node.operands)
+    operands.push_back(operand == kNoId ? "" : value(operand));
+  return op->cuda(operands, node.attrs);
+}
+
+} // namespace fusegen::codegen
