@@ -49,8 +49,13 @@ PlanBuffer finalized_buffer(const Plan& plan, const Node& norm) {
   PlanBuffer buffer;
   buffer.role = PlanBuffer::Role::Statistics;
   buffer.name = "stats_" + std::to_string(norm.id);
-  buffer.shape = {input[1], Dim::constant(2)};
-  buffer.what = "per channel: batch mean, 1/sqrt(biased var + eps)";
+  if (norm.op == "batch_norm") {
+    buffer.shape = {input[1], Dim::constant(2)};
+    buffer.what = "per channel: batch mean, 1/sqrt(biased var + eps)";
+  } else {
+    buffer.shape = {input[0], Dim::constant(std::get<int64_t>(norm.attrs.at("num_groups"))), Dim::constant(2)};
+    buffer.what = "per sample and group: mean, 1/sqrt(biased var + eps)";
+  }
   return buffer;
 }
 
@@ -138,7 +143,8 @@ void assign_buffers(Plan& plan) {
     add_unique(finalize.reads, partials);
     add_unique(finalize.writes, finalized);
     const OpDef& op = op_of(node);
-    for (const std::string& param : op.mutates(node.attrs)) {
+    std::vector<std::string> mutated = op.mutates ? op.mutates(node.attrs) : std::vector<std::string>{};
+    for (const std::string& param : mutated) {
       BufferId state = value_buffer[node.operands[static_cast<size_t>(op.tensor_slot(param))]];
       add_unique(finalize.reads, state);
       add_unique(finalize.writes, state);
@@ -148,7 +154,7 @@ void assign_buffers(Plan& plan) {
       // The apply step reads only the input and affine params, not the running stats.
       std::erase_if(plan.kernels[k].reads, [&](BufferId id) {
         const PlanBuffer& b = plan.buffers[id];
-        for (const std::string& param : op.mutates(node.attrs))
+        for (const std::string& param : mutated)
           if (b.value == node.operands[static_cast<size_t>(op.tensor_slot(param))])
             return true;
         return false;

@@ -32,6 +32,7 @@ public:
       else
         place_anchor(node);
     }
+    finalize_unmerged_applies();
     for (size_t i = 0; i < kernels_.size(); ++i)
       kernels_[i].step.name = fusion_.name + "_k" + std::to_string(i);
     std::vector<KernelStep> steps;
@@ -223,7 +224,7 @@ private:
     open.step.stats_out = node.id;
     open.set_tail(kNoId, true);
     note(k, "epilogue emits partial group_norm statistics per (sample, group) and row tile");
-    start_stats_apply(node, "applies group_norm with statistics combined from the conv's partials");
+    start_stats_apply(node, "applies group_norm with the statistics from the conv's epilogue");
     return true;
   }
 
@@ -344,6 +345,26 @@ private:
         --p;
     for (NodeId id : kernels_[static_cast<size_t>(e)].step.prologue)
       producer_[fusion_.node(id).result] = e;
+  }
+
+  // A split group_norm applied by a pool combines the partials per block;
+  // applied anywhere else it needs them finalized first (mean, 1/std per
+  // sample and group), by a small kernel just before the apply.
+  void finalize_unmerged_applies() {
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      const KernelStep& step = kernels_[k].step;
+      if (step.stats_in == kNoId || step.kind == KernelKind::Window || step.kind == KernelKind::StatsFinalize)
+        continue;
+      if (fusion_.node(step.stats_in).op != "group_norm")
+        continue;
+      Open finalize;
+      finalize.step.kind = KernelKind::StatsFinalize;
+      finalize.step.stats_in = step.stats_in;
+      finalize.step.notes.push_back("combines the conv's partial group_norm statistics (Chan): the apply is "
+                                    "not merged into a pool, so no block owns a whole group");
+      kernels_.insert(kernels_.begin() + static_cast<long>(k), std::move(finalize));
+      ++k;
+    }
   }
 
   const Fusion& fusion_;

@@ -1,0 +1,205 @@
+// Planner tests: the kernel count and grouping of each seed chain and of
+// each fusion rule (docs/fusion.md).
+#include "fusegen/Frontend.h"
+#include "fusegen/Planner.h"
+#include "fusegen/Specialize.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace fusegen {
+namespace {
+
+Fusion compile_one(const std::string& text, const DimBindings& dims = {}) {
+  SourceManager sources;
+  uint32_t file = sources.add_buffer("test.fg", text);
+  Diagnostics diags;
+  std::optional<Module> module = compile_spec(sources, file, diags);
+  EXPECT_TRUE(module) << diags.render(sources);
+  if (!module)
+    return {};
+  EXPECT_EQ(module->fusions.size(), 1u);
+  if (dims.empty())
+    return module->fusions[0];
+  std::optional<Fusion> concrete = specialize(module->fusions[0], dims, diags);
+  EXPECT_TRUE(concrete) << diags.render(sources);
+  return concrete ? *concrete : Fusion{};
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(std::string(FUSEGEN_SOURCE_DIR) + "/" + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// "gemm[linear,group_norm | leaky_relu,add]" per kernel: kind, stage ops, pointwise ops.
+std::vector<std::string> summary(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const KernelStep& step : plan.kernels) {
+    std::string text = std::string(kernel_kind_name(step.kind)) + "[";
+    for (NodeId id : step.prologue)
+      text += plan.fusion.node(id).op + ">";
+    for (size_t s = 0; s < step.stages.size(); ++s) {
+      if (s)
+        text += " | ";
+      const Stage& stage = step.stages[s];
+      if (stage.op != kNoId)
+        text += plan.fusion.node(stage.op).op;
+      for (NodeId id : stage.pointwise)
+        text += "," + plan.fusion.node(id).op;
+    }
+    out.push_back(text + "]");
+  }
+  return out;
+}
+
+using Kernels = std::vector<std::string>;
+
+TEST(Planner, Chain62IsOneKernel) {
+  for (const char* path : {"specs/kernelbench/62_matmul_groupnorm_leakyrelu_sum.fg",
+                           "specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg"}) {
+    Plan plan = plan_fusion(compile_one(read(path)));
+    EXPECT_EQ(summary(plan), (Kernels{"gemm[linear | group_norm,leaky_relu,add]"})) << path;
+  }
+}
+
+TEST(Planner, Chain75IsGemmWithRowMinThenBroadcastAdd) {
+  Plan plan = plan_fusion(compile_one(read("specs/kernelbench/75_gemm_groupnorm_min_biasadd.fg")));
+  EXPECT_EQ(summary(plan), (Kernels{"gemm[linear | group_norm | min]", "elementwise[,add]"}));
+  // The row minimum crosses kernels: one [N, 1] intermediate.
+  ASSERT_EQ(plan.kernels[0].writes.size(), 1u);
+  EXPECT_EQ(plan.buffer(plan.kernels[0].writes[0]).role, PlanBuffer::Role::Intermediate);
+}
+
+TEST(Planner, Chain39IsGemmStatsFinalizeApply) {
+  Plan plan = plan_fusion(compile_one(read("specs/kernelbench/39_gemm_scale_batchnorm.fg")));
+  EXPECT_EQ(summary(plan), (Kernels{"gemm[linear,mul]", "stats-finalize[]", "elementwise[,batch_norm]"}));
+  NodeId bn = plan.kernels[2].stats_in;
+  EXPECT_EQ(plan.kernels[0].stats_out, bn);
+  EXPECT_EQ(plan.kernels[1].stats_in, bn);
+  // The finalize kernel updates the running stats in place.
+  std::vector<std::string> written;
+  for (BufferId id : plan.kernels[1].writes)
+    written.push_back(plan.buffer(id).name);
+  EXPECT_EQ(written, (std::vector<std::string>{"running_mean", "running_var", "stats_2"}));
+}
+
+TEST(Planner, Chain85IsConvWithStatsThenPoolWithNormPrologue) {
+  for (const char* path : {"specs/kernelbench/85_conv2d_groupnorm_scale_maxpool_clamp.fg",
+                           "specs/kernelbench/small/85_conv2d_groupnorm_scale_maxpool_clamp.fg"}) {
+    Plan plan = plan_fusion(compile_one(read(path)));
+    EXPECT_EQ(summary(plan), (Kernels{"gemm[conv2d]", "window[group_norm>mul>max_pool2d,clamp]"})) << path;
+  }
+}
+
+TEST(Planner, PointwiseChainIsOneElementwiseKernel) {
+  Plan plan = plan_fusion(compile_one(R"(fusion f {
+    input x : f32[N, 64]
+    param s : f32[64]
+    h = relu(x * s - 1.5)
+    output y = gelu(h) * 2
+    output z = -h
+  })"));
+  EXPECT_EQ(summary(plan), (Kernels{"elementwise[,mul,sub,relu,gelu,mul,neg]"}));
+  EXPECT_EQ(plan.kernels[0].writes.size(), 2u);
+}
+
+TEST(Planner, BroadcastThatGrowsTheDomainStartsAKernel) {
+  Plan plan = plan_fusion(compile_one(R"(fusion f {
+    input x : f32[N, 8]
+    param b : f32[1, 8, 1, 1]
+    m = sum(x, dim=1, keepdim=true)
+    output y = m + b
+  })"));
+  EXPECT_EQ(summary(plan), (Kernels{"row-reduce[sum]", "elementwise[,add]"}));
+}
+
+TEST(Planner, GroupTooWideForTheTileIsNotFusedIntoTheGemm) {
+  Plan plan = plan_fusion(compile_one(R"(fusion f {
+    input x : f32[N, 32]
+    param w : f32[256, 32]
+    h = linear(x, w)
+    output y = group_norm(h, num_groups=2)
+  })"));
+  EXPECT_EQ(summary(plan), (Kernels{"gemm[linear]", "row-reduce[group_norm]"}));
+  bool explained = false;
+  for (const std::string& note : plan.kernels[0].notes)
+    explained = explained || note.find("does not fit") != std::string::npos;
+  EXPECT_TRUE(explained);
+}
+
+TEST(Planner, PointwisePrologueJoinsTheReduction) {
+  Plan plan = plan_fusion(compile_one(R"(fusion f {
+    input x : f32[N, 16]
+    h = exp(x) + 1
+    output y = softmax(h, dim=1) * 3
+  })"));
+  EXPECT_EQ(summary(plan), (Kernels{"row-reduce[exp>add>softmax,mul]"}));
+}
+
+TEST(Planner, NormThenReductionOverTheSameRowsStaysTogether) {
+  Plan plan = plan_fusion(compile_one(R"(fusion f {
+    input x : f32[N, 64]
+    h = group_norm(x + 1, num_groups=4)
+    output y = amax(h, dim=1, keepdim=true) - 1
+  })"));
+  EXPECT_EQ(summary(plan), (Kernels{"row-reduce[add>group_norm | amax,sub]"}));
+}
+
+TEST(Planner, NonTrailingReductionIsGeneric) {
+  Plan plan = plan_fusion(compile_one(R"(fusion f {
+    input x : f32[N, 8, 4]
+    output y = sum(x, dim=1)
+  })"));
+  EXPECT_EQ(summary(plan), (Kernels{"generic-reduce[sum]"}));
+}
+
+TEST(Planner, BatchNormOnAnInputUsesColumnStats) {
+  Plan plan = plan_fusion(compile_one(R"(fusion f {
+    input x : f32[N, 8, 5]
+    state rm : f32[8]
+    state rv : f32[8]
+    output y = relu(batch_norm(x, rm, rv))
+  })"));
+  EXPECT_EQ(summary(plan),
+            (Kernels{"column-stats[]", "stats-finalize[]", "elementwise[,batch_norm,relu]"}));
+}
+
+TEST(Planner, EvalBatchNormIsPointwise) {
+  Plan plan = plan_fusion(compile_one(R"(fusion f {
+    input x : f32[N, 8]
+    param w : f32[8, 8]
+    param rm : f32[8]
+    param rv : f32[8]
+    output y = batch_norm(linear(x, w), rm, rv, training=false)
+  })"));
+  EXPECT_EQ(summary(plan), (Kernels{"gemm[linear,batch_norm]"}));
+}
+
+TEST(Planner, ConvGroupNormWithoutPoolGetsAFinalize) {
+  Plan plan = plan_fusion(compile_one(R"(fusion f {
+    input x : f32[N, 3, 16, 16]
+    param w : f32[8, 3, 3, 3]
+    output y = relu(group_norm(conv2d(x, w, padding=1), num_groups=2))
+  })"));
+  EXPECT_EQ(summary(plan), (Kernels{"gemm[conv2d]", "stats-finalize[]", "elementwise[,group_norm,relu]"}));
+}
+
+TEST(Planner, PrintsKernelsBuffersAndSizes) {
+  Plan plan = plan_fusion(compile_one(read("specs/kernelbench/39_gemm_scale_batchnorm.fg"), {{"N", 1024}}));
+  std::string text = print_plan(plan);
+  EXPECT_NE(text.find("3 kernels"), std::string::npos) << text;
+  EXPECT_NE(text.find("t9 : f32[1024, 4096] intermediate, 16.0 MiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("partials_2 : f32[16, 4096, 3] statistics"), std::string::npos) << text;
+}
+
+TEST(Planner, IsDeterministic) {
+  std::string spec = read("specs/kernelbench/85_conv2d_groupnorm_scale_maxpool_clamp.fg");
+  EXPECT_EQ(print_plan(plan_fusion(compile_one(spec))), print_plan(plan_fusion(compile_one(spec))));
+}
+
+} // namespace
+} // namespace fusegen
