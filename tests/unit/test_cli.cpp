@@ -1,0 +1,375 @@
+// Tests of the `fusegen` command line as a user runs it: the built binary
+// (FUSEGEN_CLI_PATH) on temporary spec files, checking exit codes (0 success,
+// 1 spec errors or a failed run, 2 bad command line or unreadable file),
+// stdout and stderr.
+#include "fusegen/Frontend.h"
+#include "fusegen/Interpreter.h"
+#include "fusegen/Npy.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fusegen {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSpecDir = fs::path(FUSEGEN_SOURCE_DIR) / "specs" / "kernelbench";
+const std::string kSmall39 = (kSpecDir / "small" / "39_gemm_scale_batchnorm.fg").string();
+const std::string kSmall62 = (kSpecDir / "small" / "62_matmul_groupnorm_leakyrelu_sum.fg").string();
+const std::string kSmall75 = (kSpecDir / "small" / "75_gemm_groupnorm_min_biasadd.fg").string();
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Valid until C is bound: 3 groups cannot divide every channel count.
+const char* const kGroupsOfSymbolicC =
+    "fusion f {\n  input x : f32[N, C]\n  output y = group_norm(x, num_groups=3)\n}\n";
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A fresh directory, removed with everything in it at the end of the test.
+class TempDir {
+public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() /
+            ("fusegen_cli_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const fs::path& path() const { return path_; }
+  std::string write(const std::string& name, const std::string& text) const {
+    fs::path file = path_ / name;
+    std::ofstream(file, std::ios::binary) << text;
+    return file.string();
+  }
+
+private:
+  fs::path path_;
+};
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Single-quotes an argument for /bin/sh.
+std::string shell_quote(const std::string& arg) {
+  std::string quoted = "'";
+  for (char c : arg)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+CliResult run_cli(const std::vector<std::string>& args) {
+  TempDir capture;
+  fs::path out = capture.path() / "stdout", err = capture.path() / "stderr";
+  std::string command = shell_quote(FUSEGEN_CLI_PATH);
+  for (const std::string& arg : args)
+    command += " " + shell_quote(arg);
+  command += " >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string()) + " </dev/null";
+  int status = std::system(command.c_str());
+  CliResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = read_file(out);
+  result.err = read_file(err);
+  return result;
+}
+
+// ---- Help, version, unknown commands ----
+
+TEST(Cli, HelpListsTheCommands) {
+  for (const char* flag : {"--help", "-h", "help"}) {
+    CliResult r = run_cli({flag});
+    EXPECT_EQ(r.exit_code, 0) << flag;
+    EXPECT_TRUE(contains(r.out, "usage: fusegen")) << r.out;
+    EXPECT_TRUE(contains(r.out, "  check SPEC")) << r.out;
+    EXPECT_TRUE(contains(r.out, "  run SPEC")) << r.out;
+    EXPECT_TRUE(contains(r.out, "Exit codes")) << r.out;
+    EXPECT_EQ(r.err, "");
+  }
+}
+
+TEST(Cli, Version) {
+  CliResult r = run_cli({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, std::string("fusegen ") + FUSEGEN_VERSION + "\n");
+}
+
+TEST(Cli, NoArgumentsPrintsUsageAndFails) {
+  CliResult r = run_cli({});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "usage: fusegen")) << r.err;
+}
+
+TEST(Cli, UnknownCommandOrOption) {
+  CliResult r = run_cli({"frobnicate"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "fusegen: error: unknown command 'frobnicate' (see fusegen --help)\n");
+  EXPECT_EQ(run_cli({"--frobnicate"}).exit_code, 2);
+
+  r = run_cli({"check", kSmall62, "--frobnicate"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "unknown option '--frobnicate'")) << r.err;
+  r = run_cli({"check"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "expected one spec file")) << r.err;
+  EXPECT_EQ(run_cli({"check", kSmall62, kSmall75}).exit_code, 2);
+}
+
+// ---- check ----
+
+struct SpecOutput {
+  std::string file;
+  std::string output; // the `output y : ...` line of `fusegen check`
+};
+
+TEST(Cli, CheckEveryKernelBenchSpec) {
+  const std::vector<SpecOutput> specs = {
+      {"39_gemm_scale_batchnorm.fg", "output y            : f32[N, 4096]"},
+      {"62_matmul_groupnorm_leakyrelu_sum.fg", "output y    : f32[N, 8192]"},
+      {"75_gemm_groupnorm_min_biasadd.fg", "output y    : f32[1, 8192, N, 1]"},
+      {"85_conv2d_groupnorm_scale_maxpool_clamp.fg", "output y     : f32[N, 64, 31, 31]"},
+      {"small/39_gemm_scale_batchnorm.fg", "output y            : f32[N, 512]"},
+      {"small/62_matmul_groupnorm_leakyrelu_sum.fg", "output y    : f32[N, 256]"},
+      {"small/75_gemm_groupnorm_min_biasadd.fg", "output y    : f32[1, 256, N, 1]"},
+      {"small/85_conv2d_groupnorm_scale_maxpool_clamp.fg", "output y     : f32[N, 16, 15, 15]"},
+  };
+  for (const SpecOutput& spec : specs) {
+    CliResult r = run_cli({"check", (kSpecDir / spec.file).string()});
+    EXPECT_EQ(r.exit_code, 0) << spec.file << "\n" << r.err;
+    EXPECT_EQ(r.err, "") << spec.file;
+    EXPECT_TRUE(contains(r.out, "  " + spec.output + "\n")) << spec.file << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "(precision=strict)\n")) << r.out;
+    EXPECT_TRUE(contains(r.out, "  dims: N\n")) << r.out;
+    size_t at = r.out.find("  fingerprint: ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    EXPECT_EQ(r.out.substr(at + 15).find_first_not_of("0123456789abcdef"), 64u) << r.out;
+  }
+}
+
+TEST(Cli, CheckReportsErrorsWithLocationAndCaret) {
+  TempDir dir;
+  std::string spec = dir.write("bad.fg", "fusion f {\n  input x : f32[4]\n  output y = relu(z)\n}\n");
+  CliResult r = run_cli({"check", spec});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(contains(r.err, spec + ":3:19: error: use of undefined name 'z'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "\n    output y = relu(z)\n" + std::string(2 + 18, ' ') + "^\n")) << r.err;
+  EXPECT_TRUE(contains(r.err, "\n1 error generated.\n")) << r.err;
+
+  std::string two = dir.write("two.fg", "fusion f {\n  input x : f16[4]\n  output y = rleu(x)\n}\n");
+  r = run_cli({"check", two});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, two + ":2:13: error: dtype f16 is not supported yet")) << r.err;
+  EXPECT_TRUE(contains(r.err, two + ":3:14: error: unknown op 'rleu'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "2 errors generated.\n")) << r.err;
+}
+
+TEST(Cli, CheckWithDimsPrintsConcreteShapes) {
+  CliResult r = run_cli({"check", kSmall75, "--dims", "N=128"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "  input  x    : f32[N, 512]\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "  output y    : f32[1, 256, 128, 1]\n")) << r.out;
+  r = run_cli({"check", (kSpecDir / "85_conv2d_groupnorm_scale_maxpool_clamp.fg").string(), "--dims=N=3"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "output y     : f32[3, 64, 31, 31]")) << r.out;
+}
+
+TEST(Cli, CheckWithDimsReportsErrorsFoundWhenSpecializing) {
+  TempDir dir;
+  std::string spec = dir.write("groups.fg", kGroupsOfSymbolicC);
+  EXPECT_EQ(run_cli({"check", spec}).exit_code, 0);
+  CliResult r = run_cli({"check", spec, "--dims", "N=2,C=64"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, spec + ":3:14: error: group_norm: num_groups 3 does not divide the 64 channels"))
+      << r.err;
+  EXPECT_EQ(run_cli({"check", spec, "--dims", "N=2", "--dims", "C=48"}).exit_code, 0);
+}
+
+TEST(Cli, BadDimsAreUsageErrors) {
+  for (const char* dims : {"N=abc", "N", "=3", "N=-1", "N=1,N=2"}) {
+    CliResult r = run_cli({"check", kSmall62, "--dims", dims});
+    EXPECT_EQ(r.exit_code, 2) << dims;
+    EXPECT_TRUE(contains(r.err, "error: ")) << r.err;
+  }
+}
+
+TEST(Cli, DumpAfterPasses) {
+  CliResult r = run_cli({"check", kSmall62, "--dump-after=all"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* pass : {"build-ir", "verify", "dead-code", "verify-final"})
+    EXPECT_TRUE(contains(r.err, std::string("// ----- IR after ") + pass + " -----\n")) << r.err;
+  EXPECT_TRUE(contains(r.err, "= group_norm(")) << r.err;
+
+  r = run_cli({"check", kSmall62, "--dump-after", "dead-code"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "IR after dead-code")) << r.err;
+  EXPECT_FALSE(contains(r.err, "IR after build-ir")) << r.err;
+
+  r = run_cli({"check", kSmall62, "--dump-after=nope"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "unknown pass 'nope' for --dump-after (known: build-ir,")) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// ---- run ----
+
+TEST(Cli, RunIsDeterministicPerSeed) {
+  std::vector<std::string> args = {"run", kSmall62, "--dims", "N=4", "--seed", "7", "--reference"};
+  CliResult first = run_cli(args);
+  CliResult second = run_cli(args);
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out, second.out);
+  EXPECT_TRUE(contains(first.out, "seed 7\n")) << first.out;
+  EXPECT_TRUE(contains(first.out, "output y: f32[4, 256]  sum=")) << first.out;
+  EXPECT_TRUE(contains(first.out, "  param w: f32[256, 512] uniform +-1/sqrt(fan_in)\n")) << first.out;
+  args[5] = "8";
+  CliResult other = run_cli(args);
+  EXPECT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(other.out.substr(other.out.find("output y")), first.out.substr(first.out.find("output y")));
+}
+
+TEST(Cli, RunSavesInputsAndOutputsAsNpy) {
+  TempDir dir;
+  fs::path save = dir.path() / "saved";
+  CliResult r = run_cli({"run", kSmall39, "--dims", "N=4", "--seed", "1", "--save", save.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "saved inputs and outputs under " + save.string())) << r.out;
+  for (const char* name : {"x", "w", "b", "scale", "bn_w", "bn_b", "running_mean", "running_var"})
+    EXPECT_TRUE(fs::is_regular_file(save / "inputs" / (std::string(name) + ".npy"))) << name;
+  for (const char* name : {"y", "running_mean", "running_var"})
+    EXPECT_TRUE(fs::is_regular_file(save / "outputs" / (std::string(name) + ".npy"))) << name;
+  EXPECT_EQ(read_file(save / "outputs" / "y.npy").substr(0, 6), "\x93NUMPY");
+  EXPECT_TRUE(contains(read_file(save / "inputs" / "x.npy").substr(0, 128), "'descr': '<f4'"));
+  EXPECT_TRUE(contains(read_file(save / "outputs" / "y.npy").substr(0, 128), "'descr': '<f8'"));
+
+  // The saved inputs reproduce the saved outputs through the library.
+  std::map<std::string, HostTensor> inputs;
+  for (const fs::directory_entry& entry : fs::directory_iterator(save / "inputs")) {
+    Result<HostTensor> tensor = read_npy(entry.path().string());
+    ASSERT_TRUE(tensor) << tensor.error();
+    inputs[entry.path().stem().string()] = tensor.value();
+  }
+  SourceManager sources;
+  Diagnostics diags;
+  std::optional<Module> module = compile_spec(sources, sources.add_buffer("39.fg", read_file(kSmall39)), diags);
+  ASSERT_TRUE(module);
+  Result<InterpreterResult> expected = interpret(module->fusions[0], inputs);
+  ASSERT_TRUE(expected) << expected.error();
+  Result<HostTensor> y = read_npy((save / "outputs" / "y.npy").string());
+  ASSERT_TRUE(y) << y.error();
+  EXPECT_EQ(y.value().shape, (std::vector<int64_t>{4, 512}));
+  EXPECT_EQ(y.value().data, expected.value().outputs.at("y").data);
+  Result<HostTensor> mean = read_npy((save / "outputs" / "running_mean.npy").string());
+  ASSERT_TRUE(mean) << mean.error();
+  EXPECT_EQ(mean.value().data, expected.value().state.at("running_mean").data);
+}
+
+TEST(Cli, RunWithoutDimsNamesTheMissingDim) {
+  CliResult r = run_cli({"run", kSmall62, "--reference"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "needs a value for dim N (e.g. --dims N=128)")) << r.err;
+  r = run_cli({"run", kSmall62, "--dims", "M=3"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "has no dim named M")) << r.err;
+}
+
+TEST(Cli, RunWithSeveralFusionsNeedsFusionName) {
+  TempDir dir;
+  std::string spec = dir.write("two.fg",
+                               "fusion first {\n  input x : f32[N]\n  output y = relu(x)\n}\n"
+                               "fusion second {\n  input x : f32[N]\n  output y = sigmoid(x)\n}\n");
+  CliResult r = run_cli({"run", spec, "--dims", "N=3"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "several fusions; choose one with --fusion NAME")) << r.err;
+  r = run_cli({"run", spec, "--dims", "N=3", "--fusion", "second"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "fusion second on the reference interpreter")) << r.out;
+  r = run_cli({"run", spec, "--dims", "N=3", "--fusion", "third"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "no fusion named 'third'")) << r.err;
+}
+
+TEST(Cli, RunReportsSpecErrors) {
+  TempDir dir;
+  std::string bad = dir.write("bad.fg", "fusion f {\n  input x : f32[N]\n  output y = relu(z)\n}\n");
+  CliResult r = run_cli({"run", bad, "--dims", "N=3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, bad + ":3:19: error: use of undefined name 'z'")) << r.err;
+  std::string groups = dir.write("groups.fg", kGroupsOfSymbolicC);
+  r = run_cli({"run", groups, "--dims", "N=2,C=64"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, groups + ":3:14: error: group_norm: num_groups 3 does not divide the 64 channels"))
+      << r.err;
+}
+
+TEST(Cli, RunRejectsABadSeed) {
+  for (const char* seed : {"abc", "-1", "1.5", ""}) {
+    CliResult r = run_cli({"run", kSmall62, "--dims", "N=2", "--seed", seed});
+    EXPECT_EQ(r.exit_code, 2) << seed;
+    EXPECT_TRUE(contains(r.err, "bad --seed")) << r.err;
+  }
+}
+
+// Known bug: dims that make a tensor too large to allocate abort the process
+// (std::bad_alloc, exit 134) instead of failing with a message.
+TEST(Cli, DISABLED_RunWithHugeDimsFailsCleanly) {
+  TempDir dir;
+  std::string spec = dir.write("huge.fg", "fusion f {\n  input x : f32[N, 281474976710656]\n"
+                                          "  output y = relu(x)\n}\n");
+  CliResult r = run_cli({"run", spec, "--dims", "N=2"});
+  EXPECT_TRUE(r.exit_code == 1 || r.exit_code == 2) << r.exit_code << "\n" << r.err;
+  EXPECT_TRUE(contains(r.err, "error: ")) << r.err;
+}
+
+// ---- Files that cannot be read ----
+
+TEST(Cli, UnreadableFilesAreUsageErrors) {
+  TempDir dir;
+  std::string missing = (dir.path() / "missing.fg").string();
+  for (const char* command : {"check", "run"}) {
+    CliResult r = run_cli({command, missing, "--dims", "N=2"});
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_EQ(r.err, "fusegen: error: " + missing + ": no such file\n") << command;
+  }
+  CliResult r = run_cli({"check", dir.path().string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, ": not a regular file")) << r.err;
+
+  std::string locked = dir.write("locked.fg", "fusion f {\n  input x : f32[4]\n  output y = relu(x)\n}\n");
+  fs::permissions(locked, fs::perms::none);
+  if (geteuid() != 0) { // root reads it anyway
+    r = run_cli({"check", locked});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(contains(r.err, "cannot open file")) << r.err;
+  }
+  fs::permissions(locked, fs::perms::owner_all);
+}
+
+} // namespace
+} // namespace fusegen
