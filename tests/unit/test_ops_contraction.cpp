@@ -1,135 +1,16 @@
 // Unit tests for the contraction ops (linear, matmul, conv2d): shape
 // inference, attribute canonicalization, error messages and reference values.
-#include "fusegen/OpRegistry.h"
+#include "support/OpTesting.h"
 
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <chrono>
 #include <string>
 
 namespace fusegen {
 namespace {
 
-// ---- helpers (shared by the op-family test files; kept local to each) ----
-
-// "[N, 3, 32]" -> {N, 3, 32}: numbers are constants, names are symbols.
-Shape shape(std::string_view text) {
-  Shape result;
-  std::string token;
-  auto flush = [&] {
-    if (token.empty())
-      return;
-    bool numeric = std::isdigit(static_cast<unsigned char>(token[0])) != 0;
-    result.push_back(numeric ? Dim::constant(std::stoll(token)) : Dim::symbol(token));
-    token.clear();
-  };
-  for (char c : text) {
-    if (c == '[' || c == ']' || c == ' ' || c == ',')
-      flush();
-    else
-      token += c;
-  }
-  flush();
-  return result;
-}
-
-const OpDef& op_named(const std::string& name) {
-  const OpDef* op = OpRegistry::builtin().find(name);
-  EXPECT_NE(op, nullptr) << name;
-  return *op;
-}
-
-// Every non-tensor parameter's default, then `overrides`.
-Attrs attrs_with_defaults(const OpDef& op, const Attrs& overrides) {
-  Attrs attrs;
-  for (const ParamSpec& p : op.params)
-    if (!OpDef::is_tensor_kind(p.kind) && p.default_value)
-      attrs[p.name] = *p.default_value;
-  for (const auto& [name, value] : overrides)
-    attrs[name] = value;
-  return attrs;
-}
-
-struct Inferred {
-  std::optional<TensorType> type;
-  Attrs attrs;       // after canonicalization by inference
-  std::string error; // the first error, empty if none
-  DimUnifier dims;
-
-  std::string shape() const { return type ? shape_str(type->shape) : "<error: " + error + ">"; }
-};
-
-// Runs `op`'s shape inference on operand shapes in slot order (null: absent).
-Inferred infer(const std::string& op_name, std::vector<const char*> operand_shapes,
-               const Attrs& overrides = {}) {
-  const OpDef& op = op_named(op_name);
-  std::vector<TensorType> types;
-  for (const char* s : operand_shapes)
-    types.push_back(TensorType{DType::F32, s ? shape(s) : Shape{}});
-  std::vector<const TensorType*> operands;
-  for (size_t i = 0; i < types.size(); ++i)
-    operands.push_back(operand_shapes[i] ? &types[i] : nullptr);
-  Inferred result;
-  result.attrs = attrs_with_defaults(op, overrides);
-  Diagnostics diags;
-  ShapeContext ctx(op, operands, result.attrs, std::vector<SourceLoc>(op.params.size()),
-                   SourceLoc{0, 1, 1}, result.dims, diags);
-  result.type = op.infer(ctx);
-  if (diags.has_errors())
-    result.error = diags.all().front().message;
-  EXPECT_EQ(result.type.has_value(), !diags.has_errors()) << op_name;
-  return result;
-}
-
-HostTensor host(std::vector<int64_t> shape, std::vector<double> data) {
-  HostTensor t(std::move(shape));
-  EXPECT_EQ(t.data.size(), data.size());
-  t.data = std::move(data);
-  return t;
-}
-
-// 0, 1, 2, ... (times `scale`, plus `offset`).
-HostTensor iota(std::vector<int64_t> shape, double scale = 1.0, double offset = 0.0) {
-  HostTensor t(std::move(shape));
-  for (size_t i = 0; i < t.data.size(); ++i)
-    t.data[i] = static_cast<double>(i) * scale + offset;
-  return t;
-}
-
-// Infers the output shape from the concrete operands as the interpreter does,
-// then runs the reference with the canonicalized attributes.
-HostTensor run(const std::string& op_name, std::vector<const HostTensor*> operands,
-               const Attrs& overrides = {}, std::vector<HostTensor*> mutable_operands = {}) {
-  const OpDef& op = op_named(op_name);
-  std::vector<std::string> shapes;
-  for (const HostTensor* t : operands)
-    shapes.push_back(t ? shape_str(t->shape) : "");
-  std::vector<const char*> shape_texts;
-  for (size_t i = 0; i < operands.size(); ++i)
-    shape_texts.push_back(operands[i] ? shapes[i].c_str() : nullptr);
-  Inferred inferred = infer(op_name, shape_texts, overrides);
-  EXPECT_TRUE(inferred.type) << inferred.error;
-  if (!inferred.type)
-    return {};
-  std::vector<int64_t> out_shape;
-  for (const Dim& d : inferred.type->shape)
-    out_shape.push_back(d.value());
-  HostTensor out(out_shape);
-  mutable_operands.resize(operands.size(), nullptr);
-  ReferenceContext ctx{op, operands, mutable_operands, inferred.attrs, out};
-  op.reference(ctx);
-  return out;
-}
-
-void expect_values(const HostTensor& actual, const std::vector<double>& expected,
-                   double tolerance = 1e-12) {
-  ASSERT_EQ(actual.data.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i)
-    EXPECT_NEAR(actual.data[i], expected[i], tolerance) << "at flat index " << i;
-}
-
-AttrValue ints(std::vector<int64_t> values) { return values; }
+using namespace fusegen::testing;
 
 // ---- linear ----
 
@@ -155,15 +36,15 @@ TEST(ContractionOps, LinearShapes) {
 }
 
 TEST(ContractionOps, LinearErrors) {
-  EXPECT_EQ(infer("linear", {"[N, 7]", "[4, 8]", nullptr}).error,
+  EXPECT_EQ(infer("linear", {"[N, 7]", "[4, 8]", nullptr}).error(),
             "linear: input has [N, 7] but weight has [4, 8]: in_features differ (7 vs 8)");
-  EXPECT_EQ(infer("linear", {"[]", "[4, 8]", nullptr}).error,
+  EXPECT_EQ(infer("linear", {"[]", "[4, 8]", nullptr}).error(),
             "linear: expected an input [..., in_features] but got a 0-d tensor");
-  EXPECT_EQ(infer("linear", {"[N, 8]", "[8]", nullptr}).error,
+  EXPECT_EQ(infer("linear", {"[N, 8]", "[8]", nullptr}).error(),
             "linear: expected a 2-d weight [out_features, in_features] but got [8]");
-  EXPECT_EQ(infer("linear", {"[N, 8]", "[4, 8]", "[1, 4]"}).error,
+  EXPECT_EQ(infer("linear", {"[N, 8]", "[4, 8]", "[1, 4]"}).error(),
             "linear: expected a 1-d bias [4] but got [1, 4]");
-  EXPECT_EQ(infer("linear", {"[N, 8]", "[4, 8]", "[5]"}).error,
+  EXPECT_EQ(infer("linear", {"[N, 8]", "[4, 8]", "[5]"}).error(),
             "linear: bias has [5] but weight has [4, 8]: expected one bias value per output "
             "(5 vs 4)");
 }
@@ -172,12 +53,12 @@ TEST(ContractionOps, LinearReference) {
   HostTensor x = host({2, 3}, {1, 2, 3, 4, 5, 6});
   HostTensor w = host({2, 3}, {1, 0, -1, 0.5, 0.5, 0.5});
   HostTensor b = host({2}, {10, 20});
-  HostTensor y = run("linear", {&x, &w, &b});
+  HostTensor y = run("linear", {x, w, b});
   EXPECT_EQ(y.shape, (std::vector<int64_t>{2, 2}));
   expect_values(y, {1 - 3 + 10, 3 + 20, 4 - 6 + 10, 7.5 + 20});
-  expect_values(run("linear", {&x, &w, nullptr}), {-2, 3, -2, 7.5});
+  expect_values(run("linear", {x, w, nullptr}), {-2, 3, -2, 7.5});
   HostTensor v = host({3}, {1, 1, 1});
-  expect_values(run("linear", {&v, &w, &b}), {10, 21.5});
+  expect_values(run("linear", {v, w, b}), {10, 21.5});
 }
 
 // ---- matmul ----
@@ -200,13 +81,13 @@ TEST(ContractionOps, MatmulShapes) {
 }
 
 TEST(ContractionOps, MatmulErrors) {
-  EXPECT_EQ(infer("matmul", {"[]", "[3]"}).error,
+  EXPECT_EQ(infer("matmul", {"[]", "[3]"}).error(),
             "matmul: both arguments need at least 1 dim but got [] and [3]");
-  EXPECT_EQ(infer("matmul", {"[2, 3]", "[4, 5]"}).error,
+  EXPECT_EQ(infer("matmul", {"[2, 3]", "[4, 5]"}).error(),
             "matmul: input has [2, 3] but other has [4, 5]: contracted dims differ (3 vs 4)");
-  EXPECT_EQ(infer("matmul", {"[3]", "[4]"}).error,
+  EXPECT_EQ(infer("matmul", {"[3]", "[4]"}).error(),
             "matmul: input has [3] but other has [4]: contracted dims differ (3 vs 4)");
-  EXPECT_EQ(infer("matmul", {"[2, 2, 3]", "[3, 3, 4]"}).error,
+  EXPECT_EQ(infer("matmul", {"[2, 2, 3]", "[3, 3, 4]"}).error(),
             "matmul: batch dims of input [2, 2, 3] and other [3, 3, 4] cannot be broadcast "
             "(2 vs 3)");
 }
@@ -215,15 +96,15 @@ TEST(ContractionOps, MatmulReference) {
   HostTensor a = host({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
   HostTensor b = host({2, 2}, {1, 1, 0, 1});
   // Batch 0: [[1,2],[3,4]] @ [[1,1],[0,1]] = [[1,3],[3,7]]; batch 1 likewise.
-  expect_values(run("matmul", {&a, &b}), {1, 3, 3, 7, 5, 11, 7, 15});
+  expect_values(run("matmul", {a, b}), {1, 3, 3, 7, 5, 11, 7, 15});
   HostTensor v = host({2}, {1, -1});
-  expect_values(run("matmul", {&v, &v}), {2});
-  expect_values(run("matmul", {&v, &b}), {1, 0});
-  expect_values(run("matmul", {&a, &v}), {-1, -1, -1, -1});
+  expect_values(run("matmul", {v, v}), {2});
+  expect_values(run("matmul", {v, b}), {1, 0});
+  expect_values(run("matmul", {a, v}), {-1, -1, -1, -1});
   // Broadcast on both sides: [2, 1, 1, 2] @ [3, 2, 1] -> [2, 3, 1, 1].
   HostTensor l = host({2, 1, 1, 2}, {1, 2, 3, 4});
   HostTensor r = host({3, 2, 1}, {1, 0, 0, 1, 1, 1});
-  HostTensor y = run("matmul", {&l, &r});
+  HostTensor y = run("matmul", {l, r});
   EXPECT_EQ(y.shape, (std::vector<int64_t>{2, 3, 1, 1}));
   expect_values(y, {1, 2, 3, 3, 4, 7});
 }
@@ -274,7 +155,7 @@ TEST(ContractionOps, Conv2dShapes) {
 
 TEST(ContractionOps, Conv2dErrors) {
   auto error = [](std::vector<const char*> shapes, const Attrs& attrs = {}) {
-    return infer("conv2d", shapes, attrs).error;
+    return infer("conv2d", shapes, attrs).error();
   };
   EXPECT_EQ(error({"[3, 8]", "[4, 3, 3, 3]", nullptr}),
             "conv2d: expected a 3-d [C, H, W] or 4-d [N, C, H, W] input but got [3, 8]");
@@ -324,18 +205,18 @@ TEST(ContractionOps, Conv2dErrors) {
 TEST(ContractionOps, Conv2dReference) {
   HostTensor x = iota({1, 1, 3, 3}, 1.0, 1.0); // 1..9
   HostTensor diagonal = host({1, 1, 2, 2}, {1, 0, 0, 1});
-  expect_values(run("conv2d", {&x, &diagonal, nullptr}), {1 + 5, 2 + 6, 4 + 8, 5 + 9});
+  expect_values(run("conv2d", {x, diagonal, nullptr}), {1 + 5, 2 + 6, 4 + 8, 5 + 9});
 
   // 3x3 box filter with zero padding: neighbourhood sums, plus the bias.
   HostTensor box = host({1, 1, 3, 3}, std::vector<double>(9, 1.0));
   HostTensor bias = host({1}, {0.5});
-  HostTensor padded = run("conv2d", {&x, &box, &bias}, {{"padding", int64_t{1}}});
+  HostTensor padded = run("conv2d", {x, box, bias}, {{"padding", int64_t{1}}});
   expect_values(padded, {12.5, 21.5, 16.5, 27.5, 45.5, 33.5, 24.5, 39.5, 28.5});
 
   // Stride and dilation: taps at rows/cols {0, 2} of the input only.
   HostTensor big = iota({1, 1, 5, 5});
   HostTensor taps = host({1, 1, 2, 2}, {1, 1, 1, 1});
-  HostTensor dilated = run("conv2d", {&big, &taps, nullptr},
+  HostTensor dilated = run("conv2d", {big, taps, nullptr},
                            {{"stride", int64_t{2}}, {"dilation", int64_t{2}}});
   EXPECT_EQ(dilated.shape, (std::vector<int64_t>{1, 1, 2, 2}));
   expect_values(dilated, {0 + 2 + 10 + 12, 2 + 4 + 12 + 14, 10 + 12 + 20 + 22, 12 + 14 + 22 + 24});
@@ -345,13 +226,13 @@ TEST(ContractionOps, Conv2dGroupsKeepChannelsApart) {
   // Two groups of one channel each; filter o only sees channel o.
   HostTensor x = host({2, 2, 1, 1}, {1, 10, 2, 20}); // [N=2, C=2, 1, 1]
   HostTensor w = host({2, 1, 1, 1}, {3, 5});
-  HostTensor y = run("conv2d", {&x, &w, nullptr}, {{"groups", int64_t{2}}});
+  HostTensor y = run("conv2d", {x, w, nullptr}, {{"groups", int64_t{2}}});
   EXPECT_EQ(y.shape, (std::vector<int64_t>{2, 2, 1, 1}));
   expect_values(y, {3, 50, 6, 100});
   // Unbatched input gives an unbatched output.
   HostTensor unbatched = host({2, 1, 1}, {1, 10});
   HostTensor both = host({1, 2, 1, 1}, {1, 1});
-  HostTensor summed = run("conv2d", {&unbatched, &both, nullptr});
+  HostTensor summed = run("conv2d", {unbatched, both, nullptr});
   EXPECT_EQ(summed.shape, (std::vector<int64_t>{1, 1, 1}));
   expect_values(summed, {11});
 }
@@ -360,7 +241,7 @@ TEST(ContractionOps, Conv2dReferenceHandlesCifarBatch) {
   HostTensor x = iota({128, 3, 32, 32}, 1e-4);
   HostTensor w = iota({16, 3, 3, 3}, 0.01, -0.1);
   auto start = std::chrono::steady_clock::now();
-  HostTensor y = run("conv2d", {&x, &w, nullptr});
+  HostTensor y = run("conv2d", {x, w, nullptr});
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(y.shape, (std::vector<int64_t>{128, 16, 30, 30}));
   // Spot-check the last element against a direct sum.

@@ -1,11 +1,10 @@
 // Unit tests for the normalization ops (group_norm, layer_norm, instance_norm,
 // softmax, log_softmax) and batch_norm: shape inference, error messages and
 // reference values against hand-computed statistics.
-#include "fusegen/OpRegistry.h"
+#include "support/OpTesting.h"
 
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -13,125 +12,7 @@
 namespace fusegen {
 namespace {
 
-// ---- helpers (shared by the op-family test files; kept local to each) ----
-
-// "[N, 3, 32]" -> {N, 3, 32}: numbers are constants, names are symbols.
-Shape shape(std::string_view text) {
-  Shape result;
-  std::string token;
-  auto flush = [&] {
-    if (token.empty())
-      return;
-    bool numeric = std::isdigit(static_cast<unsigned char>(token[0])) != 0;
-    result.push_back(numeric ? Dim::constant(std::stoll(token)) : Dim::symbol(token));
-    token.clear();
-  };
-  for (char c : text) {
-    if (c == '[' || c == ']' || c == ' ' || c == ',')
-      flush();
-    else
-      token += c;
-  }
-  flush();
-  return result;
-}
-
-const OpDef& op_named(const std::string& name) {
-  const OpDef* op = OpRegistry::builtin().find(name);
-  EXPECT_NE(op, nullptr) << name;
-  return *op;
-}
-
-// Every non-tensor parameter's default, then `overrides`.
-Attrs attrs_with_defaults(const OpDef& op, const Attrs& overrides) {
-  Attrs attrs;
-  for (const ParamSpec& p : op.params)
-    if (!OpDef::is_tensor_kind(p.kind) && p.default_value)
-      attrs[p.name] = *p.default_value;
-  for (const auto& [name, value] : overrides)
-    attrs[name] = value;
-  return attrs;
-}
-
-struct Inferred {
-  std::optional<TensorType> type;
-  Attrs attrs;       // after canonicalization by inference
-  std::string error; // the first error, empty if none
-  DimUnifier dims;
-
-  std::string shape() const { return type ? shape_str(type->shape) : "<error: " + error + ">"; }
-};
-
-// Runs `op`'s shape inference on operand shapes in slot order (null: absent).
-Inferred infer(const std::string& op_name, std::vector<const char*> operand_shapes,
-               const Attrs& overrides = {}) {
-  const OpDef& op = op_named(op_name);
-  std::vector<TensorType> types;
-  for (const char* s : operand_shapes)
-    types.push_back(TensorType{DType::F32, s ? shape(s) : Shape{}});
-  std::vector<const TensorType*> operands;
-  for (size_t i = 0; i < types.size(); ++i)
-    operands.push_back(operand_shapes[i] ? &types[i] : nullptr);
-  Inferred result;
-  result.attrs = attrs_with_defaults(op, overrides);
-  Diagnostics diags;
-  ShapeContext ctx(op, operands, result.attrs, std::vector<SourceLoc>(op.params.size()),
-                   SourceLoc{0, 1, 1}, result.dims, diags);
-  result.type = op.infer(ctx);
-  if (diags.has_errors())
-    result.error = diags.all().front().message;
-  EXPECT_EQ(result.type.has_value(), !diags.has_errors()) << op_name;
-  return result;
-}
-
-HostTensor host(std::vector<int64_t> shape, std::vector<double> data) {
-  HostTensor t(std::move(shape));
-  EXPECT_EQ(t.data.size(), data.size());
-  t.data = std::move(data);
-  return t;
-}
-
-// 0, 1, 2, ... (times `scale`, plus `offset`).
-HostTensor iota(std::vector<int64_t> shape, double scale = 1.0, double offset = 0.0) {
-  HostTensor t(std::move(shape));
-  for (size_t i = 0; i < t.data.size(); ++i)
-    t.data[i] = static_cast<double>(i) * scale + offset;
-  return t;
-}
-
-// Infers the output shape from the concrete operands as the interpreter does,
-// then runs the reference with the canonicalized attributes.
-HostTensor run(const std::string& op_name, std::vector<const HostTensor*> operands,
-               const Attrs& overrides = {}, std::vector<HostTensor*> mutable_operands = {}) {
-  const OpDef& op = op_named(op_name);
-  std::vector<std::string> shapes;
-  for (const HostTensor* t : operands)
-    shapes.push_back(t ? shape_str(t->shape) : "");
-  std::vector<const char*> shape_texts;
-  for (size_t i = 0; i < operands.size(); ++i)
-    shape_texts.push_back(operands[i] ? shapes[i].c_str() : nullptr);
-  Inferred inferred = infer(op_name, shape_texts, overrides);
-  EXPECT_TRUE(inferred.type) << inferred.error;
-  if (!inferred.type)
-    return {};
-  std::vector<int64_t> out_shape;
-  for (const Dim& d : inferred.type->shape)
-    out_shape.push_back(d.value());
-  HostTensor out(out_shape);
-  mutable_operands.resize(operands.size(), nullptr);
-  ReferenceContext ctx{op, operands, mutable_operands, inferred.attrs, out};
-  op.reference(ctx);
-  return out;
-}
-
-void expect_values(const HostTensor& actual, const std::vector<double>& expected,
-                   double tolerance = 1e-12) {
-  ASSERT_EQ(actual.data.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i)
-    EXPECT_NEAR(actual.data[i], expected[i], tolerance) << "at flat index " << i;
-}
-
-AttrValue ints(std::vector<int64_t> values) { return values; }
+using namespace fusegen::testing;
 
 constexpr double kEps = 1e-5;
 
@@ -166,19 +47,19 @@ TEST(NormalizationOps, GroupNormShapes) {
 
 TEST(NormalizationOps, GroupNormErrors) {
   EXPECT_EQ(infer("group_norm", {"[N, 64, 8]", nullptr, nullptr}, {{"num_groups", int64_t{3}}})
-                .error,
+                .error(),
             "group_norm: num_groups 3 does not divide the 64 channels");
   EXPECT_EQ(infer("group_norm", {"[N, 64, 8]", nullptr, nullptr}, {{"num_groups", int64_t{0}}})
-                .error,
+                .error(),
             "group_norm: num_groups must be positive but got 0");
-  EXPECT_EQ(infer("group_norm", {"[64]", nullptr, nullptr}, {{"num_groups", int64_t{2}}}).error,
+  EXPECT_EQ(infer("group_norm", {"[64]", nullptr, nullptr}, {{"num_groups", int64_t{2}}}).error(),
             "group_norm: expected an input of at least 2 dims [N, C, *] but got [64]");
   EXPECT_EQ(infer("group_norm", {"[N, 64, 8]", "[32]", nullptr}, {{"num_groups", int64_t{2}}})
-                .error,
+                .error(),
             "group_norm: weight has [32] but input has [N, 64, 8]: expected one value per "
             "channel (32 vs 64)");
   EXPECT_EQ(infer("group_norm", {"[N, 64, 8]", nullptr, "[64, 1]"}, {{"num_groups", int64_t{2}}})
-                .error,
+                .error(),
             "group_norm: expected a 1-d bias [64] but got [64, 1]");
 }
 
@@ -190,14 +71,14 @@ TEST(NormalizationOps, GroupNormReference) {
   HostTensor bias = host({4}, {0, 0, 1, 1});
   double s = 1.0 / std::sqrt(1.25 + kEps);
   Attrs groups2 = {{"num_groups", int64_t{2}}};
-  expect_values(run("group_norm", {&x, nullptr, nullptr}, groups2),
+  expect_values(run("group_norm", {x, nullptr, nullptr}, groups2),
                 {-1.5 * s, -0.5 * s, 0.5 * s, 1.5 * s, -1.5 * s, -0.5 * s, 0.5 * s, 1.5 * s});
-  expect_values(run("group_norm", {&x, &weight, &bias}, groups2),
+  expect_values(run("group_norm", {x, weight, bias}, groups2),
                 {-1.5 * s, -0.5 * s, 1.0 * s, 3.0 * s, -4.5 * s + 1, -1.5 * s + 1, 2.0 * s + 1,
                  6.0 * s + 1});
   // One group per channel over a batch of two: statistics never cross samples.
   HostTensor batch = host({2, 1, 2}, {0, 2, 10, 30});
-  expect_values(run("group_norm", {&batch, nullptr, nullptr}, {{"num_groups", int64_t{1}}}),
+  expect_values(run("group_norm", {batch, nullptr, nullptr}, {{"num_groups", int64_t{1}}}),
                 {-1 / std::sqrt(1 + kEps), 1 / std::sqrt(1 + kEps), -10 / std::sqrt(100 + kEps),
                  10 / std::sqrt(100 + kEps)},
                 1e-12);
@@ -222,7 +103,7 @@ TEST(NormalizationOps, LayerNormShapes) {
 
 TEST(NormalizationOps, LayerNormErrors) {
   auto error = [](std::vector<const char*> shapes, AttrValue normalized) {
-    return infer("layer_norm", shapes, {{"normalized_shape", normalized}}).error;
+    return infer("layer_norm", shapes, {{"normalized_shape", normalized}}).error();
   };
   EXPECT_EQ(error({"[N, 4, 16]", nullptr, nullptr}, ints({8})),
             "layer_norm: normalized_shape [8] does not match the trailing dims of input "
@@ -246,13 +127,13 @@ TEST(NormalizationOps, LayerNormReference) {
   HostTensor bias = host({3}, {0, 1, 0});
   double a = 1 / std::sqrt(2.0 / 3.0), b = 2 / std::sqrt(8.0 / 3.0);
   Attrs no_eps = {{"normalized_shape", int64_t{3}}, {"eps", 0.0}};
-  expect_values(run("layer_norm", {&x, nullptr, nullptr}, no_eps), {-a, 0, a, -b, 0, b});
-  expect_values(run("layer_norm", {&x, &weight, &bias}, no_eps), {-a, 1, 2 * a, -b, 1, 2 * b});
+  expect_values(run("layer_norm", {x, nullptr, nullptr}, no_eps), {-a, 0, a, -b, 0, b});
+  expect_values(run("layer_norm", {x, weight, bias}, no_eps), {-a, 1, 2 * a, -b, 1, 2 * b});
   // Two normalized dims: all four values of the single sample together.
   HostTensor square = host({1, 2, 2}, {1, 2, 3, 4}); // mean 2.5, var 1.25
   double s = 1 / std::sqrt(1.25 + kEps);
   Attrs both_dims = {{"normalized_shape", ints({2, 2})}};
-  expect_values(run("layer_norm", {&square, nullptr, nullptr}, both_dims),
+  expect_values(run("layer_norm", {square, nullptr, nullptr}, both_dims),
                 {-1.5 * s, -0.5 * s, 0.5 * s, 1.5 * s});
 }
 
@@ -261,12 +142,12 @@ TEST(NormalizationOps, LayerNormReference) {
 TEST(NormalizationOps, InstanceNormShapesAndErrors) {
   EXPECT_EQ(infer("instance_norm", {"[N, 8, 4, 4]", "[8]", "[8]"}).shape(), "[N, 8, 4, 4]");
   EXPECT_EQ(infer("instance_norm", {"[N, 8, L]", nullptr, nullptr}).shape(), "[N, 8, L]");
-  EXPECT_EQ(infer("instance_norm", {"[N, 8]", nullptr, nullptr}).error,
+  EXPECT_EQ(infer("instance_norm", {"[N, 8]", nullptr, nullptr}).error(),
             "instance_norm: expected an input of at least 3 dims [N, C, *] with spatial dims but "
             "got [N, 8]");
-  EXPECT_EQ(infer("instance_norm", {"[N, 8, 1, 1]", nullptr, nullptr}).error,
+  EXPECT_EQ(infer("instance_norm", {"[N, 8, 1, 1]", nullptr, nullptr}).error(),
             "instance_norm: expected more than 1 spatial element but got input [N, 8, 1, 1]");
-  EXPECT_EQ(infer("instance_norm", {"[N, 8, 4]", "[4]", nullptr}).error,
+  EXPECT_EQ(infer("instance_norm", {"[N, 8, 4]", "[4]", nullptr}).error(),
             "instance_norm: weight has [4] but input has [N, 8, 4]: expected one value per "
             "channel (4 vs 8)");
 }
@@ -277,8 +158,8 @@ TEST(NormalizationOps, InstanceNormReference) {
   HostTensor weight = host({2}, {2, 3});
   HostTensor bias = host({2}, {0, 1});
   double s0 = 1 / std::sqrt(1 + kEps), s1 = 5 / std::sqrt(25 + kEps);
-  expect_values(run("instance_norm", {&x, nullptr, nullptr}), {-s0, s0, -s1, s1});
-  expect_values(run("instance_norm", {&x, &weight, &bias}),
+  expect_values(run("instance_norm", {x, nullptr, nullptr}), {-s0, s0, -s1, s1});
+  expect_values(run("instance_norm", {x, weight, bias}),
                 {-2 * s0, 2 * s0, -3 * s1 + 1, 3 * s1 + 1});
 }
 
@@ -291,9 +172,9 @@ TEST(NormalizationOps, SoftmaxShapesAndErrors) {
   EXPECT_EQ(infer("log_softmax", {"[N, 4, 10]"}, {{"dim", int64_t{-3}}}).attrs.at("dim"),
             AttrValue(int64_t{0}));
   EXPECT_EQ(infer("softmax", {"[]"}, {{"dim", int64_t{-1}}}).shape(), "[]");
-  EXPECT_EQ(infer("softmax", {"[N, 10]"}, {{"dim", int64_t{2}}}).error,
+  EXPECT_EQ(infer("softmax", {"[N, 10]"}, {{"dim", int64_t{2}}}).error(),
             "softmax: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
-  EXPECT_EQ(infer("log_softmax", {"[N, 10]"}, {{"dim", int64_t{-3}}}).error,
+  EXPECT_EQ(infer("log_softmax", {"[N, 10]"}, {{"dim", int64_t{-3}}}).error(),
             "log_softmax: dim -3 is out of range for a tensor of rank 2 (expected -2 to 1)");
 }
 
@@ -302,10 +183,10 @@ TEST(NormalizationOps, SoftmaxReference) {
   HostTensor x = host({2, 3}, {0, 1, 2, 1000, 1001, 1002});
   double z = 1 + std::exp(1.0) + std::exp(2.0);
   std::vector<double> p = {1 / z, std::exp(1.0) / z, std::exp(2.0) / z};
-  HostTensor y = run("softmax", {&x}, {{"dim", int64_t{-1}}});
+  HostTensor y = run("softmax", {x}, {{"dim", int64_t{-1}}});
   expect_values(y, {p[0], p[1], p[2], p[0], p[1], p[2]});
   EXPECT_NEAR(y.data[0] + y.data[1] + y.data[2], 1.0, 1e-15);
-  HostTensor log_y = run("log_softmax", {&x}, {{"dim", int64_t{1}}});
+  HostTensor log_y = run("log_softmax", {x}, {{"dim", int64_t{1}}});
   expect_values(log_y, {std::log(p[0]), std::log(p[1]), std::log(p[2]), std::log(p[0]),
                         std::log(p[1]), std::log(p[2])});
 }
@@ -313,12 +194,12 @@ TEST(NormalizationOps, SoftmaxReference) {
 TEST(NormalizationOps, SoftmaxAlongLeadingDim) {
   // Columns {0, ln 3} and {0, 0}.
   HostTensor x = host({2, 2}, {0, 0, std::log(3.0), 0});
-  expect_values(run("softmax", {&x}, {{"dim", int64_t{0}}}), {0.25, 0.5, 0.75, 0.5});
-  expect_values(run("log_softmax", {&x}, {{"dim", int64_t{0}}}),
+  expect_values(run("softmax", {x}, {{"dim", int64_t{0}}}), {0.25, 0.5, 0.75, 0.5});
+  expect_values(run("log_softmax", {x}, {{"dim", int64_t{0}}}),
                 {std::log(0.25), std::log(0.5), std::log(0.75), std::log(0.5)});
   // Every row of a 3-d softmax over the middle dim sums to one.
   HostTensor cube = iota({2, 3, 4}, 0.37, -2.0);
-  HostTensor y = run("softmax", {&cube}, {{"dim", int64_t{1}}});
+  HostTensor y = run("softmax", {cube}, {{"dim", int64_t{1}}});
   for (int64_t n = 0; n < 2; ++n)
     for (int64_t k = 0; k < 4; ++k) {
       double sum = 0.0;
@@ -330,12 +211,12 @@ TEST(NormalizationOps, SoftmaxAlongLeadingDim) {
 
 TEST(NormalizationOps, SoftmaxEdgeCases) {
   HostTensor scalar = host({}, {5});
-  expect_values(run("softmax", {&scalar}, {{"dim", int64_t{0}}}), {1});
-  expect_values(run("log_softmax", {&scalar}, {{"dim", int64_t{0}}}), {0});
+  expect_values(run("softmax", {scalar}, {{"dim", int64_t{0}}}), {1});
+  expect_values(run("log_softmax", {scalar}, {{"dim", int64_t{0}}}), {0});
   double inf = std::numeric_limits<double>::infinity();
   HostTensor masked = host({2}, {-inf, 0});
-  expect_values(run("softmax", {&masked}, {{"dim", int64_t{0}}}), {0, 1});
-  HostTensor log_masked = run("log_softmax", {&masked}, {{"dim", int64_t{0}}});
+  expect_values(run("softmax", {masked}, {{"dim", int64_t{0}}}), {0, 1});
+  HostTensor log_masked = run("log_softmax", {masked}, {{"dim", int64_t{0}}});
   EXPECT_EQ(log_masked.data[0], -inf);
   EXPECT_EQ(log_masked.data[1], 0.0);
 }
@@ -377,19 +258,19 @@ TEST(NormalizationOps, BatchNormShapes) {
 }
 
 TEST(NormalizationOps, BatchNormErrors) {
-  EXPECT_EQ(infer("batch_norm", {"[4]", "[4]", "[4]", nullptr, nullptr}).error,
+  EXPECT_EQ(infer("batch_norm", {"[4]", "[4]", "[4]", nullptr, nullptr}).error(),
             "batch_norm: expected an input of at least 2 dims [N, C, *] but got [4]");
-  EXPECT_EQ(infer("batch_norm", {"[N, 4]", "[3]", "[4]", nullptr, nullptr}).error,
+  EXPECT_EQ(infer("batch_norm", {"[N, 4]", "[3]", "[4]", nullptr, nullptr}).error(),
             "batch_norm: running_mean has [3] but input has [N, 4]: expected one value per "
             "channel (3 vs 4)");
-  EXPECT_EQ(infer("batch_norm", {"[N, 4]", "[4]", "[4, 1]", nullptr, nullptr}).error,
+  EXPECT_EQ(infer("batch_norm", {"[N, 4]", "[4]", "[4, 1]", nullptr, nullptr}).error(),
             "batch_norm: expected a 1-d running_var [4] but got [4, 1]");
-  EXPECT_EQ(infer("batch_norm", {"[N, 4]", "[4]", "[4]", nullptr, "[5]"}).error,
+  EXPECT_EQ(infer("batch_norm", {"[N, 4]", "[4]", "[4]", nullptr, "[5]"}).error(),
             "batch_norm: bias has [5] but input has [N, 4]: expected one value per channel "
             "(5 vs 4)");
-  EXPECT_EQ(infer("batch_norm", {"[1, 4]", "[4]", "[4]", nullptr, nullptr}).error,
+  EXPECT_EQ(infer("batch_norm", {"[1, 4]", "[4]", "[4]", nullptr, nullptr}).error(),
             "batch_norm: expected more than 1 value per channel when training, got input [1, 4]");
-  EXPECT_EQ(infer("batch_norm", {"[1, 4, 1, 1]", "[4]", "[4]", nullptr, nullptr}).error,
+  EXPECT_EQ(infer("batch_norm", {"[1, 4, 1, 1]", "[4]", "[4]", nullptr, nullptr}).error(),
             "batch_norm: expected more than 1 value per channel when training, got input "
             "[1, 4, 1, 1]");
 }
@@ -400,7 +281,7 @@ TEST(NormalizationOps, BatchNormTrainingUpdatesRunningStats) {
   HostTensor x = host({4, 2}, {1, 0, 2, 0, 3, 0, 4, 8});
   HostTensor running_mean = host({2}, {0, 0});
   HostTensor running_var = host({2}, {1, 1});
-  HostTensor y = run("batch_norm", {&x, &running_mean, &running_var, nullptr, nullptr}, {},
+  HostTensor y = run("batch_norm", {x, running_mean, running_var, nullptr, nullptr}, {},
                      {nullptr, &running_mean, &running_var, nullptr, nullptr});
   double s0 = 1 / std::sqrt(1.25 + kEps), s1 = 1 / std::sqrt(12 + kEps);
   expect_values(y, {-1.5 * s0, -2 * s1, -0.5 * s0, -2 * s1, 0.5 * s0, -2 * s1, 1.5 * s0, 6 * s1});
@@ -416,7 +297,7 @@ TEST(NormalizationOps, BatchNormTrainingOverSpatialDims) {
   HostTensor running_var = host({2}, {2, 2});
   HostTensor weight = host({2}, {2, 1});
   HostTensor bias = host({2}, {0, 10});
-  HostTensor y = run("batch_norm", {&x, &running_mean, &running_var, &weight, &bias},
+  HostTensor y = run("batch_norm", {x, running_mean, running_var, weight, bias},
                      {{"momentum", 0.5}}, {nullptr, &running_mean, &running_var, nullptr, nullptr});
   double s = 1 / std::sqrt(4.25 + kEps);
   expect_values(y, {-5 * s, -3 * s, -2.5 * s + 10, -1.5 * s + 10, 3 * s, 5 * s, 1.5 * s + 10,
@@ -431,7 +312,7 @@ TEST(NormalizationOps, BatchNormEvalUsesRunningStats) {
   HostTensor running_var = host({2}, {4, 9});
   HostTensor weight = host({2}, {2, 1});
   HostTensor bias = host({2}, {0, 1});
-  HostTensor y = run("batch_norm", {&x, &running_mean, &running_var, &weight, &bias},
+  HostTensor y = run("batch_norm", {x, running_mean, running_var, weight, bias},
                      {{"training", false}, {"eps", 0.0}});
   expect_values(y, {0, 1, 2 * 2.0 / 2, 2.0 / 3 + 1});
   expect_values(running_mean, {1, 2}); // untouched

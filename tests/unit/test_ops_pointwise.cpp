@@ -1,119 +1,24 @@
 // Registry entries of the pointwise family (binary arithmetic, activations)
 // and of dropout: signatures, shape inference and float64 references.
-#include "fusegen/OpRegistry.h"
+#include "support/OpTesting.h"
 
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <numbers>
-#include <sstream>
-#include <stdexcept>
 
 namespace fusegen {
 namespace {
 
+using namespace fusegen::testing;
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// ---- Helpers driving an op the way the IR builder and interpreter do ----
-
-// "N, 1, 8" -> [N, 1, 8]: numbers are constants, names are symbols.
-Shape shape_of(const std::string& text) {
-  Shape shape;
-  std::istringstream in(text);
-  std::string token;
-  while (std::getline(in, token, ',')) {
-    token.erase(0, token.find_first_not_of(' '));
-    if (token.empty())
-      continue;
-    bool numeric = std::isdigit(static_cast<unsigned char>(token[0]));
-    shape.push_back(numeric ? Dim::constant(std::stoll(token)) : Dim::symbol(token));
-  }
-  return shape;
-}
-
-const OpDef& op_named(const std::string& name) {
-  const OpDef* op = OpRegistry::builtin().find(name);
-  if (!op)
-    throw std::runtime_error("op not registered: " + name);
-  return *op;
-}
-
-// Every non-tensor parameter present, defaults filled in, as the builder does.
-Attrs with_defaults(const OpDef& op, Attrs attrs) {
-  for (const ParamSpec& p : op.params)
-    if (!OpDef::is_tensor_kind(p.kind) && p.default_value && !attrs.count(p.name))
-      attrs[p.name] = *p.default_value;
-  return attrs;
-}
-
-struct Inferred {
-  std::optional<TensorType> type;
-  Attrs attrs; // as canonicalized by inference
-  std::vector<std::string> errors;
-
-  std::string shape() const { return type ? shape_str(type->shape) : "<error>"; }
-  std::string error() const { return errors.empty() ? "<no error>" : errors.front(); }
-};
-
-Inferred infer(const std::string& name, const std::vector<Shape>& shapes, Attrs attrs = {}) {
-  const OpDef& op = op_named(name);
-  Inferred result;
-  result.attrs = with_defaults(op, std::move(attrs));
-  std::vector<TensorType> types;
-  for (const Shape& shape : shapes)
-    types.push_back({DType::F32, shape});
-  std::vector<const TensorType*> operands;
-  for (const TensorType& type : types)
-    operands.push_back(&type);
-  DimUnifier dims;
-  Diagnostics diags;
-  ShapeContext ctx(op, operands, result.attrs, std::vector<SourceLoc>(op.params.size()),
-                   SourceLoc{0, 1, 1}, dims, diags);
-  result.type = op.infer(ctx);
-  for (const Diagnostic& d : diags.all())
-    result.errors.push_back(d.message);
-  return result;
-}
-
-HostTensor host(std::vector<int64_t> shape, std::vector<double> data) {
-  HostTensor t(std::move(shape));
-  t.data = std::move(data);
-  return t;
-}
-
-// Infers (canonicalizing attributes) then runs the reference.
-HostTensor evaluate(const std::string& name, const std::vector<HostTensor>& inputs,
-                    Attrs attrs = {}) {
-  std::vector<Shape> shapes;
-  for (const HostTensor& t : inputs) {
-    Shape shape;
-    for (int64_t d : t.shape)
-      shape.push_back(Dim::constant(d));
-    shapes.push_back(shape);
-  }
-  Inferred inferred = infer(name, shapes, std::move(attrs));
-  if (!inferred.type)
-    throw std::runtime_error("inference failed: " + inferred.error());
-  std::vector<int64_t> out_shape;
-  for (const Dim& d : inferred.type->shape)
-    out_shape.push_back(d.value());
-  HostTensor out(out_shape);
-  std::vector<const HostTensor*> operands;
-  for (const HostTensor& t : inputs)
-    operands.push_back(&t);
-  const OpDef& op = op_named(name);
-  ReferenceContext ctx{op, operands, std::vector<HostTensor*>(operands.size(), nullptr),
-                       inferred.attrs, out};
-  op.reference(ctx);
-  return out;
-}
-
 // A unary op applied to one 0-d value.
-double apply(const std::string& name, double x, Attrs attrs = {}) {
-  return evaluate(name, {host({}, {x})}, std::move(attrs)).data.at(0);
+double apply(const std::string& name, double x, const Attrs& attrs = {}) {
+  return run(name, {host({}, {x})}, attrs).data.at(0);
 }
 
 const std::vector<std::string> kBinaryOps = {"add", "sub", "mul", "div", "maximum", "minimum"};
@@ -123,16 +28,6 @@ const std::vector<std::string> kUnaryOps = {
     "elu",       "exp",         "log",        "sqrt", "rsqrt",   "abs",  "neg"};
 
 // ---- Signatures ----
-
-std::string signature(const std::string& name) {
-  std::string out;
-  for (const ParamSpec& p : op_named(name).params) {
-    out += (out.empty() ? "" : ", ") + p.name;
-    if (p.default_value)
-      out += "=" + attr_str(*p.default_value);
-  }
-  return out;
-}
 
 TEST(PointwiseOps, AllRegisteredAsPointwise) {
   for (const auto* list : {&kBinaryOps, &kUnaryOps})
@@ -158,27 +53,27 @@ TEST(PointwiseOps, SignaturesFollowTorch) {
 
 TEST(PointwiseOps, BinaryBroadcastsSymbolicShapes) {
   for (const std::string& name : kBinaryOps) {
-    Inferred r = infer(name, {shape_of("N, 1"), shape_of("1, C, 1, 1")});
+    Inferred r = infer(name, {"[N, 1]", "[1, C, 1, 1]"});
     EXPECT_EQ(r.shape(), "[1, C, N, 1]") << name;
     EXPECT_TRUE(r.errors.empty()) << name;
   }
 }
 
 TEST(PointwiseOps, BinaryBroadcastsAgainstScalars) {
-  EXPECT_EQ(infer("mul", {shape_of("N, 8"), {}}).shape(), "[N, 8]");
-  EXPECT_EQ(infer("sub", {{}, shape_of("N, 8")}).shape(), "[N, 8]");
-  EXPECT_EQ(infer("add", {{}, {}}).shape(), "[]");
+  EXPECT_EQ(infer("mul", {"[N, 8]", "[]"}).shape(), "[N, 8]");
+  EXPECT_EQ(infer("sub", {"[]", "[N, 8]"}).shape(), "[N, 8]");
+  EXPECT_EQ(infer("add", {"[]", "[]"}).shape(), "[]");
 }
 
 TEST(PointwiseOps, BinaryFixesSymbolsMeetingConstants) {
-  EXPECT_EQ(infer("add", {shape_of("N, 8"), shape_of("4, 1")}).shape(), "[4, 8]");
-  EXPECT_EQ(infer("add", {shape_of("N, K"), shape_of("N, K")}).shape(), "[N, K]");
+  EXPECT_EQ(infer("add", {"[N, 8]", "[4, 1]"}).shape(), "[4, 8]");
+  EXPECT_EQ(infer("add", {"[N, K]", "[N, K]"}).shape(), "[N, K]");
 }
 
 TEST(PointwiseOps, BinaryReportsIncompatibleShapes) {
-  EXPECT_EQ(infer("add", {shape_of("3, 4"), shape_of("5")}).error(),
+  EXPECT_EQ(infer("add", {"[3, 4]", "[5]"}).error(),
             "add: shapes [3, 4] and [5] cannot be broadcast (4 vs 5)");
-  EXPECT_EQ(infer("maximum", {shape_of("N, 4"), shape_of("M, 4")}).error(),
+  EXPECT_EQ(infer("maximum", {"[N, 4]", "[M, 4]"}).error(),
             "maximum: shapes [N, 4] and [M, 4] cannot be broadcast (symbolic dims N and M must "
             "be equal; use one name for both)");
 }
@@ -188,17 +83,17 @@ TEST(PointwiseOps, BinaryReportsIncompatibleShapes) {
 TEST(PointwiseOps, BinaryReferencesBroadcast) {
   HostTensor column = host({2, 1}, {1, 2});
   HostTensor row = host({3}, {10, 20, 30});
-  EXPECT_EQ(evaluate("add", {column, row}).data, (std::vector<double>{11, 21, 31, 12, 22, 32}));
-  EXPECT_EQ(evaluate("sub", {column, row}).data,
+  EXPECT_EQ(run("add", {column, row}).data, (std::vector<double>{11, 21, 31, 12, 22, 32}));
+  EXPECT_EQ(run("sub", {column, row}).data,
             (std::vector<double>{-9, -19, -29, -8, -18, -28}));
-  EXPECT_EQ(evaluate("mul", {row, column}).data, (std::vector<double>{10, 20, 30, 20, 40, 60}));
-  HostTensor out = evaluate("div", {row, host({}, {4})});
+  EXPECT_EQ(run("mul", {row, column}).data, (std::vector<double>{10, 20, 30, 20, 40, 60}));
+  HostTensor out = run("div", {row, host({}, {4})});
   EXPECT_EQ(out.shape, (std::vector<int64_t>{3}));
   EXPECT_EQ(out.data, (std::vector<double>{2.5, 5, 7.5}));
 }
 
 TEST(PointwiseOps, DivIsTrueDivision) {
-  HostTensor out = evaluate("div", {host({4}, {7, 1, -1, 0}), host({4}, {2, 0, 0, 0})});
+  HostTensor out = run("div", {host({4}, {7, 1, -1, 0}), host({4}, {2, 0, 0, 0})});
   EXPECT_EQ(out.data[0], 3.5);
   EXPECT_EQ(out.data[1], kInf);
   EXPECT_EQ(out.data[2], -kInf);
@@ -208,8 +103,8 @@ TEST(PointwiseOps, DivIsTrueDivision) {
 TEST(PointwiseOps, MaximumAndMinimumPropagateNan) {
   HostTensor a = host({3}, {1, kNaN, 5});
   HostTensor b = host({3}, {2, 0, kNaN});
-  HostTensor hi = evaluate("maximum", {a, b});
-  HostTensor lo = evaluate("minimum", {a, b});
+  HostTensor hi = run("maximum", {a, b});
+  HostTensor lo = run("minimum", {a, b});
   EXPECT_EQ(hi.data[0], 2);
   EXPECT_EQ(lo.data[0], 1);
   for (size_t i : {1u, 2u}) {
@@ -223,28 +118,28 @@ TEST(PointwiseOps, MaximumAndMinimumPropagateNan) {
 TEST(PointwiseOps, UnaryKeepsShapeAndSymbols) {
   for (const std::string& name : kUnaryOps) {
     Attrs attrs = name == "clamp" ? Attrs{{"min", 0.0}} : Attrs{};
-    Inferred r = infer(name, {shape_of("N, 3, H")}, attrs);
+    Inferred r = infer(name, {"[N, 3, H]"}, attrs);
     EXPECT_EQ(r.shape(), "[N, 3, H]") << name;
     EXPECT_TRUE(r.errors.empty()) << name;
   }
 }
 
 TEST(PointwiseOps, ClampNeedsABound) {
-  EXPECT_EQ(infer("clamp", {shape_of("N")}).error(),
+  EXPECT_EQ(infer("clamp", {"[N]"}).error(),
             "clamp: at least one of min and max must be given");
-  EXPECT_EQ(infer("clamp", {shape_of("N")}, {{"max", int64_t{1}}}).shape(), "[N]");
+  EXPECT_EQ(infer("clamp", {"[N]"}, {{"max", int64_t{1}}}).shape(), "[N]");
 }
 
 TEST(PointwiseOps, GeluRejectsUnknownApproximation) {
-  EXPECT_EQ(infer("gelu", {shape_of("N")}, {{"approximate", std::string("exact")}}).error(),
+  EXPECT_EQ(infer("gelu", {"[N]"}, {{"approximate", std::string("exact")}}).error(),
             "gelu: approximate must be \"none\" or \"tanh\", got \"exact\"");
-  EXPECT_EQ(infer("gelu", {shape_of("N")}, {{"approximate", std::string("tanh")}}).shape(), "[N]");
+  EXPECT_EQ(infer("gelu", {"[N]"}, {{"approximate", std::string("tanh")}}).shape(), "[N]");
 }
 
 // ---- Unary references ----
 
 TEST(PointwiseOps, UnaryReferenceKeepsLayout) {
-  HostTensor out = evaluate("neg", {host({2, 2}, {1, -2, 3, -4})});
+  HostTensor out = run("neg", {host({2, 2}, {1, -2, 3, -4})});
   EXPECT_EQ(out.shape, (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(out.data, (std::vector<double>{-1, 2, -3, 4}));
 }
@@ -343,19 +238,19 @@ TEST(MiscOps, DropoutSignatureAndKind) {
 }
 
 TEST(MiscOps, DropoutIsIdentityInEvalMode) {
-  EXPECT_EQ(infer("dropout", {shape_of("N, 3")}).shape(), "[N, 3]");
-  EXPECT_EQ(infer("dropout", {shape_of("N")}, {{"p", int64_t{1}}}).shape(), "[N]");
-  EXPECT_EQ(infer("dropout", {shape_of("N")}, {{"p", 0.0}}).shape(), "[N]");
-  HostTensor out = evaluate("dropout", {host({2, 2}, {1, 2, 3, 4})}, {{"p", 0.9}});
+  EXPECT_EQ(infer("dropout", {"[N, 3]"}).shape(), "[N, 3]");
+  EXPECT_EQ(infer("dropout", {"[N]"}, {{"p", int64_t{1}}}).shape(), "[N]");
+  EXPECT_EQ(infer("dropout", {"[N]"}, {{"p", 0.0}}).shape(), "[N]");
+  HostTensor out = run("dropout", {host({2, 2}, {1, 2, 3, 4})}, {{"p", 0.9}});
   EXPECT_EQ(out.data, (std::vector<double>{1, 2, 3, 4}));
 }
 
 TEST(MiscOps, DropoutRejectsTrainingAndBadProbability) {
-  EXPECT_EQ(infer("dropout", {shape_of("N")}, {{"training", true}}).error(),
+  EXPECT_EQ(infer("dropout", {"[N]"}, {{"training", true}}).error(),
             "dropout: training mode is not supported yet");
-  EXPECT_EQ(infer("dropout", {shape_of("N")}, {{"p", 1.5}}).error(),
+  EXPECT_EQ(infer("dropout", {"[N]"}, {{"p", 1.5}}).error(),
             "dropout: probability p has to be between 0 and 1, but got 1.5");
-  EXPECT_EQ(infer("dropout", {shape_of("N")}, {{"p", -0.1}}).error(),
+  EXPECT_EQ(infer("dropout", {"[N]"}, {{"p", -0.1}}).error(),
             "dropout: probability p has to be between 0 and 1, but got -0.1");
 }
 

@@ -1,11 +1,10 @@
 // Unit tests for the window ops (max_pool2d, avg_pool2d, adaptive_avg_pool2d):
 // shape inference, attribute canonicalization, error messages and reference
 // values including padding and non-divisible adaptive bins.
-#include "fusegen/OpRegistry.h"
+#include "support/OpTesting.h"
 
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -13,125 +12,7 @@
 namespace fusegen {
 namespace {
 
-// ---- helpers (shared by the op-family test files; kept local to each) ----
-
-// "[N, 3, 32]" -> {N, 3, 32}: numbers are constants, names are symbols.
-Shape shape(std::string_view text) {
-  Shape result;
-  std::string token;
-  auto flush = [&] {
-    if (token.empty())
-      return;
-    bool numeric = std::isdigit(static_cast<unsigned char>(token[0])) != 0;
-    result.push_back(numeric ? Dim::constant(std::stoll(token)) : Dim::symbol(token));
-    token.clear();
-  };
-  for (char c : text) {
-    if (c == '[' || c == ']' || c == ' ' || c == ',')
-      flush();
-    else
-      token += c;
-  }
-  flush();
-  return result;
-}
-
-const OpDef& op_named(const std::string& name) {
-  const OpDef* op = OpRegistry::builtin().find(name);
-  EXPECT_NE(op, nullptr) << name;
-  return *op;
-}
-
-// Every non-tensor parameter's default, then `overrides`.
-Attrs attrs_with_defaults(const OpDef& op, const Attrs& overrides) {
-  Attrs attrs;
-  for (const ParamSpec& p : op.params)
-    if (!OpDef::is_tensor_kind(p.kind) && p.default_value)
-      attrs[p.name] = *p.default_value;
-  for (const auto& [name, value] : overrides)
-    attrs[name] = value;
-  return attrs;
-}
-
-struct Inferred {
-  std::optional<TensorType> type;
-  Attrs attrs;       // after canonicalization by inference
-  std::string error; // the first error, empty if none
-  DimUnifier dims;
-
-  std::string shape() const { return type ? shape_str(type->shape) : "<error: " + error + ">"; }
-};
-
-// Runs `op`'s shape inference on operand shapes in slot order (null: absent).
-Inferred infer(const std::string& op_name, std::vector<const char*> operand_shapes,
-               const Attrs& overrides = {}) {
-  const OpDef& op = op_named(op_name);
-  std::vector<TensorType> types;
-  for (const char* s : operand_shapes)
-    types.push_back(TensorType{DType::F32, s ? shape(s) : Shape{}});
-  std::vector<const TensorType*> operands;
-  for (size_t i = 0; i < types.size(); ++i)
-    operands.push_back(operand_shapes[i] ? &types[i] : nullptr);
-  Inferred result;
-  result.attrs = attrs_with_defaults(op, overrides);
-  Diagnostics diags;
-  ShapeContext ctx(op, operands, result.attrs, std::vector<SourceLoc>(op.params.size()),
-                   SourceLoc{0, 1, 1}, result.dims, diags);
-  result.type = op.infer(ctx);
-  if (diags.has_errors())
-    result.error = diags.all().front().message;
-  EXPECT_EQ(result.type.has_value(), !diags.has_errors()) << op_name;
-  return result;
-}
-
-HostTensor host(std::vector<int64_t> shape, std::vector<double> data) {
-  HostTensor t(std::move(shape));
-  EXPECT_EQ(t.data.size(), data.size());
-  t.data = std::move(data);
-  return t;
-}
-
-// 0, 1, 2, ... (times `scale`, plus `offset`).
-HostTensor iota(std::vector<int64_t> shape, double scale = 1.0, double offset = 0.0) {
-  HostTensor t(std::move(shape));
-  for (size_t i = 0; i < t.data.size(); ++i)
-    t.data[i] = static_cast<double>(i) * scale + offset;
-  return t;
-}
-
-// Infers the output shape from the concrete operands as the interpreter does,
-// then runs the reference with the canonicalized attributes.
-HostTensor run(const std::string& op_name, std::vector<const HostTensor*> operands,
-               const Attrs& overrides = {}, std::vector<HostTensor*> mutable_operands = {}) {
-  const OpDef& op = op_named(op_name);
-  std::vector<std::string> shapes;
-  for (const HostTensor* t : operands)
-    shapes.push_back(t ? shape_str(t->shape) : "");
-  std::vector<const char*> shape_texts;
-  for (size_t i = 0; i < operands.size(); ++i)
-    shape_texts.push_back(operands[i] ? shapes[i].c_str() : nullptr);
-  Inferred inferred = infer(op_name, shape_texts, overrides);
-  EXPECT_TRUE(inferred.type) << inferred.error;
-  if (!inferred.type)
-    return {};
-  std::vector<int64_t> out_shape;
-  for (const Dim& d : inferred.type->shape)
-    out_shape.push_back(d.value());
-  HostTensor out(out_shape);
-  mutable_operands.resize(operands.size(), nullptr);
-  ReferenceContext ctx{op, operands, mutable_operands, inferred.attrs, out};
-  op.reference(ctx);
-  return out;
-}
-
-void expect_values(const HostTensor& actual, const std::vector<double>& expected,
-                   double tolerance = 1e-12) {
-  ASSERT_EQ(actual.data.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i)
-    EXPECT_NEAR(actual.data[i], expected[i], tolerance) << "at flat index " << i;
-}
-
-AttrValue ints(std::vector<int64_t> values) { return values; }
+using namespace fusegen::testing;
 
 TEST(WindowOps, Registration) {
   for (const char* name : {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"})
@@ -180,7 +61,7 @@ TEST(WindowOps, PoolShapes) {
 
 TEST(WindowOps, PoolErrors) {
   auto error = [](const char* input, const Attrs& attrs) {
-    return infer("max_pool2d", {input}, attrs).error;
+    return infer("max_pool2d", {input}, attrs).error();
   };
   EXPECT_EQ(error("[1, 1, 4, 4]", {{"kernel_size", int64_t{5}}}),
             "max_pool2d: pooling window 5x5 is larger than the padded input 4x4");
@@ -205,44 +86,44 @@ TEST(WindowOps, PoolErrors) {
             "max_pool2d: spatial dims must be constants (W is symbolic in input [N, 3, 32, W])");
   EXPECT_EQ(error("[8, 8]", {{"kernel_size", int64_t{2}}}),
             "max_pool2d: expected a 3-d [C, H, W] or 4-d [N, C, H, W] input but got [8, 8]");
-  EXPECT_EQ(infer("avg_pool2d", {"[1, 1, 4, 4]"}, {{"kernel_size", ints({2, 5})}}).error,
+  EXPECT_EQ(infer("avg_pool2d", {"[1, 1, 4, 4]"}, {{"kernel_size", ints({2, 5})}}).error(),
             "avg_pool2d: pooling window 2x5 is larger than the padded input 4x4");
 }
 
 TEST(WindowOps, MaxPoolReference) {
   HostTensor x = iota({1, 1, 3, 3}, 1.0, 1.0); // 1..9
-  expect_values(run("max_pool2d", {&x}, {{"kernel_size", int64_t{2}}, {"stride", int64_t{1}}}),
+  expect_values(run("max_pool2d", {x}, {{"kernel_size", int64_t{2}}, {"stride", int64_t{1}}}),
                 {5, 6, 8, 9});
   // Padding never wins a max: with all-negative input it must not produce 0.
   HostTensor negative = iota({1, 1, 3, 3}, -1.0, -1.0); // -1..-9
   HostTensor y =
-      run("max_pool2d", {&negative}, {{"kernel_size", int64_t{2}}, {"padding", int64_t{1}}});
+      run("max_pool2d", {negative}, {{"kernel_size", int64_t{2}}, {"padding", int64_t{1}}});
   EXPECT_EQ(y.shape, (std::vector<int64_t>{1, 1, 2, 2}));
   expect_values(y, {-1, -2, -4, -5});
   // Planes (n, c) are pooled independently.
   HostTensor planes = host({2, 1, 1, 2}, {1, 7, 4, 3});
-  expect_values(run("max_pool2d", {&planes}, {{"kernel_size", ints({1, 2})}}), {7, 4});
+  expect_values(run("max_pool2d", {planes}, {{"kernel_size", ints({1, 2})}}), {7, 4});
 }
 
 TEST(WindowOps, MaxPoolPropagatesNan) {
   double nan = std::numeric_limits<double>::quiet_NaN();
   HostTensor x = host({1, 2, 2}, {1, nan, 3, 4});
-  HostTensor y = run("max_pool2d", {&x}, {{"kernel_size", int64_t{2}}});
+  HostTensor y = run("max_pool2d", {x}, {{"kernel_size", int64_t{2}}});
   ASSERT_EQ(y.data.size(), 1u);
   EXPECT_TRUE(std::isnan(y.data[0]));
 }
 
 TEST(WindowOps, AvgPoolReference) {
   HostTensor x = iota({1, 1, 4, 4});
-  expect_values(run("avg_pool2d", {&x}, {{"kernel_size", int64_t{2}}}), {2.5, 4.5, 10.5, 12.5});
+  expect_values(run("avg_pool2d", {x}, {{"kernel_size", int64_t{2}}}), {2.5, 4.5, 10.5, 12.5});
   // count_include_pad=True: padding taps count in the divisor (always 9 here).
-  HostTensor padded = run("avg_pool2d", {&x},
+  HostTensor padded = run("avg_pool2d", {x},
                           {{"kernel_size", int64_t{3}}, {"stride", int64_t{2}},
                            {"padding", int64_t{1}}});
   expect_values(padded, {10.0 / 9, 24.0 / 9, 51.0 / 9, 90.0 / 9});
   HostTensor ones = host({1, 2, 2}, {1, 1, 1, 1}); // unbatched
   Attrs attrs = {{"kernel_size", int64_t{2}}, {"stride", int64_t{1}}, {"padding", int64_t{1}}};
-  HostTensor y = run("avg_pool2d", {&ones}, attrs);
+  HostTensor y = run("avg_pool2d", {ones}, attrs);
   EXPECT_EQ(y.shape, (std::vector<int64_t>{1, 3, 3}));
   expect_values(y, {0.25, 0.5, 0.25, 0.5, 1, 0.5, 0.25, 0.5, 0.25});
 }
@@ -263,31 +144,31 @@ TEST(WindowOps, AdaptiveAvgPoolShapes) {
 }
 
 TEST(WindowOps, AdaptiveAvgPoolErrors) {
-  EXPECT_EQ(infer("adaptive_avg_pool2d", {"[N, 3, 8, 8]"}, {{"output_size", ints({0, 2})}}).error,
+  EXPECT_EQ(infer("adaptive_avg_pool2d", {"[N, 3, 8, 8]"}, {{"output_size", ints({0, 2})}}).error(),
             "adaptive_avg_pool2d: output_size must be positive but got 0x2");
   EXPECT_EQ(infer("adaptive_avg_pool2d", {"[N, 3, 8, 8]"}, {{"output_size", ints({1, 2, 3})}})
-                .error,
+                .error(),
             "adaptive_avg_pool2d: output_size must be an int or a pair of ints (H, W) but got 3 "
             "values");
-  EXPECT_EQ(infer("adaptive_avg_pool2d", {"[N, 3, 0, 4]"}).error,
+  EXPECT_EQ(infer("adaptive_avg_pool2d", {"[N, 3, 0, 4]"}).error(),
             "adaptive_avg_pool2d: expected non-empty spatial dims but got input [N, 3, 0, 4]");
-  EXPECT_EQ(infer("adaptive_avg_pool2d", {"[8]"}).error,
+  EXPECT_EQ(infer("adaptive_avg_pool2d", {"[8]"}).error(),
             "adaptive_avg_pool2d: expected a 3-d [C, H, W] or 4-d [N, C, H, W] input but got [8]");
 }
 
 TEST(WindowOps, AdaptiveAvgPoolReference) {
   // 5 -> 3: bins [0, 2), [1, 4), [3, 5) overlap.
   HostTensor row = host({1, 1, 1, 5}, {1, 2, 3, 4, 5});
-  expect_values(run("adaptive_avg_pool2d", {&row}, {{"output_size", ints({1, 3})}}), {1.5, 3, 4.5});
+  expect_values(run("adaptive_avg_pool2d", {row}, {{"output_size", ints({1, 3})}}), {1.5, 3, 4.5});
   // 2 -> 3: bins [0, 1), [0, 2), [1, 2).
   HostTensor pair = host({1, 1, 1, 2}, {1, 3});
-  expect_values(run("adaptive_avg_pool2d", {&pair}, {{"output_size", ints({1, 3})}}), {1, 2, 3});
+  expect_values(run("adaptive_avg_pool2d", {pair}, {{"output_size", ints({1, 3})}}), {1, 2, 3});
   // 3x2 -> 2x1: row bins [0, 2), [1, 3); one column bin.
   HostTensor x = iota({1, 3, 2});
-  expect_values(run("adaptive_avg_pool2d", {&x}, {{"output_size", ints({2, 1})}}), {1.5, 3.5});
+  expect_values(run("adaptive_avg_pool2d", {x}, {{"output_size", ints({2, 1})}}), {1.5, 3.5});
   // Global average per plane.
   HostTensor planes = iota({2, 1, 2, 2});
-  expect_values(run("adaptive_avg_pool2d", {&planes}), {1.5, 5.5});
+  expect_values(run("adaptive_avg_pool2d", {planes}), {1.5, 5.5});
 }
 
 } // namespace
