@@ -112,6 +112,10 @@ int run_command(const std::vector<std::string>& args) {
   if (!concrete)
     return kExitSpecError;
 
+  if (Status size = check_interpreter_size(*concrete); !size) {
+    std::cerr << "fusegen run: error: " << size.error() << "\n";
+    return kExitSpecError;
+  }
   std::map<std::string, HostTensor> inputs = make_random_arguments(*concrete, seed);
   Result<InterpreterResult> result = interpret(*fusion, inputs);
   if (!result) {

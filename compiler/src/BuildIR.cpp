@@ -10,9 +10,6 @@
 namespace fusegen {
 namespace {
 
-// Upper bound on a declared tensor's element count, so later size arithmetic
-// (bytes, 64-bit indexing) cannot overflow.
-constexpr int64_t kMaxElements = int64_t{1} << 48;
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -155,6 +152,7 @@ private:
       return false;
     }
     out.dtype = DType::F32;
+    // Zero dims count as 1 here so they cannot hide huge other dims.
     int64_t elements = 1;
     for (const ast::DimExpr& dim : type.dims) {
       if (dim.is_symbol) {
@@ -165,7 +163,8 @@ private:
         error(dim.loc, "dims must be non-negative");
         return false;
       }
-      if (__builtin_mul_overflow(elements, dim.value, &elements) || elements > kMaxElements) {
+      if (__builtin_mul_overflow(elements, std::max<int64_t>(dim.value, 1), &elements) ||
+          elements > kMaxTensorElements) {
         error(dim.loc, "tensor has too many elements (limit 2^48)");
         return false;
       }
@@ -307,7 +306,11 @@ private:
   ValueId build_call(const ast::Expr& call) {
     const OpDef* op = registry_.find(call.text);
     if (!op || op->kind == OpKind::Constant) {
-      error(call.loc, "unknown op '" + call.text + "'" + suggestion(call.text, registry_.names()));
+      std::vector<std::string> callable;
+      for (const std::string& name : registry_.names())
+        if (registry_.find(name)->kind != OpKind::Constant)
+          callable.push_back(name);
+      error(call.loc, "unknown op '" + call.text + "'" + suggestion(call.text, callable));
       return kNoId;
     }
     std::vector<const ast::Arg*> bound(op->params.size(), nullptr);
@@ -474,7 +477,7 @@ private:
     if (!check_mutation(op, operands, attrs, param_locs, loc))
       return kNoId;
     if (auto elements = shape_numel(type->shape); shape_is_constant(type->shape) &&
-                                                 (!elements || *elements > kMaxElements)) {
+                                                 (!elements || *elements > kMaxTensorElements)) {
       error(loc, op.name + ": result " + shape_str(type->shape) + " has too many elements (limit 2^48)");
       return kNoId;
     }

@@ -69,6 +69,24 @@ std::string printable_line(std::string_view line) {
   return out;
 }
 
+// Messages can quote user text (names, strings): escape anything that is not
+// printable ASCII so a spec cannot inject terminal control sequences.
+std::string printable_message(std::string_view message) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (char ch : message) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7f) {
+      out += ch;
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 std::string Diagnostics::render(const SourceManager& sources) const {
@@ -79,7 +97,7 @@ std::string Diagnostics::render(const SourceManager& sources) const {
              std::to_string(diag.loc.col) + ": ";
     }
     out += severity_name(diag.severity);
-    out += ": " + diag.message + "\n";
+    out += ": " + printable_message(diag.message) + "\n";
     if (!diag.loc.valid())
       continue;
     std::string line = printable_line(sources.line_text(diag.loc.file, diag.loc.line));

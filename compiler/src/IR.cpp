@@ -1,5 +1,6 @@
 #include "fusegen/IR.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -44,11 +45,12 @@ bool shape_is_constant(const Shape& shape) {
 }
 
 std::optional<int64_t> shape_numel(const Shape& shape) {
-  int64_t n = 1;
+  int64_t n = 1, nonzero = 1;
   for (const Dim& d : shape) {
     if (!d.is_constant())
       return std::nullopt;
-    if (__builtin_mul_overflow(n, d.value(), &n))
+    if (__builtin_mul_overflow(n, d.value(), &n) ||
+        __builtin_mul_overflow(nonzero, std::max<int64_t>(d.value(), 1), &nonzero))
       return std::nullopt;
   }
   return n;

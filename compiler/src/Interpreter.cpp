@@ -32,6 +32,17 @@ std::string diagnostics_text(const Diagnostics& diags) {
 
 } // namespace
 
+Status check_interpreter_size(const Fusion& concrete) {
+  int64_t total = 0;
+  for (const Value& value : concrete.values) {
+    std::optional<int64_t> elements = shape_numel(value.type.shape);
+    if (!elements || __builtin_add_overflow(total, *elements, &total) || total > kMaxInterpreterElements)
+      return Error{"fusion '" + concrete.name + "' is too large for the reference interpreter (its values need " +
+                   "more than 2^31 float64 elements); use smaller dims"};
+  }
+  return Status::success();
+}
+
 Result<InterpreterResult> interpret(const Fusion& fusion, const std::map<std::string, HostTensor>& arguments) {
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const auto& [name, tensor] : arguments) {
@@ -48,6 +59,8 @@ Result<InterpreterResult> interpret(const Fusion& fusion, const std::map<std::st
   std::optional<Fusion> concrete = specialize(fusion, dims.value(), diags);
   if (!concrete)
     return Error{"fusion '" + fusion.name + "': " + diagnostics_text(diags)};
+  if (Status size = check_interpreter_size(*concrete); !size)
+    return Error{size.error()};
 
   std::vector<HostTensor> values(concrete->values.size());
   InterpreterResult result;

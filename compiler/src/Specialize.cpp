@@ -79,7 +79,7 @@ Status check_bindings(const Fusion& fusion, const DimBindings& dims) {
       return Error{problem};
   }
   for (const std::string& symbol : symbols)
-    if (!dims.count(symbol))
+    if (!dims.count(symbol) && !fusion.fixed_dims.count(symbol))
       return Error{"fusion '" + fusion.name + "' needs a value for dim " + symbol +
                    " (e.g. --dims " + symbol + "=128)"};
   return Status::success();
@@ -121,6 +121,12 @@ std::optional<Fusion> specialize(const Fusion& fusion, const DimBindings& dims, 
   for (const Value& value : result.values) {
     if (!shape_is_constant(value.type.shape)) {
       diags.error(value.loc, "internal error: dim left symbolic after specialization");
+      return std::nullopt;
+    }
+    std::optional<int64_t> elements = shape_numel(value.type.shape);
+    if (!elements || *elements > kMaxTensorElements) {
+      diags.error(value.loc, "'" + value.name + "' would have shape " + shape_str(value.type.shape) +
+                                 ": too many elements (limit 2^48)");
       return std::nullopt;
     }
   }

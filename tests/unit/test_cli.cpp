@@ -336,15 +336,19 @@ TEST(Cli, RunRejectsABadSeed) {
   }
 }
 
-// Known bug: dims that make a tensor too large to allocate abort the process
-// (std::bad_alloc, exit 134) instead of failing with a message.
-TEST(Cli, DISABLED_RunWithHugeDimsFailsCleanly) {
+// Dims that make a tensor too large fail with a message, not an abort.
+TEST(Cli, RunWithHugeDimsFailsCleanly) {
   TempDir dir;
   std::string spec = dir.write("huge.fg", "fusion f {\n  input x : f32[N, 281474976710656]\n"
                                           "  output y = relu(x)\n}\n");
   CliResult r = run_cli({"run", spec, "--dims", "N=2"});
   EXPECT_TRUE(r.exit_code == 1 || r.exit_code == 2) << r.exit_code << "\n" << r.err;
   EXPECT_TRUE(contains(r.err, "error: ")) << r.err;
+  // Within the element limit but beyond what the interpreter may allocate.
+  std::string big = dir.write("big.fg", "fusion f {\n  input x : f32[N, 512]\n  output y = relu(x)\n}\n");
+  r = run_cli({"run", big, "--dims", "N=100000000"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "too large for the reference interpreter")) << r.err;
 }
 
 // ---- Files that cannot be read ----

@@ -473,17 +473,15 @@ TEST(IR, CheckBindingsErrors) {
   EXPECT_TRUE(check_bindings(fixed, {{"N", 2}, {"K", 32}}));
 }
 
-// Known bug: a dim fixed by the spec still has to be passed (`--dims N=2`
-// fails with "needs a value for dim K (e.g. --dims K=128)").
-TEST(IR, DISABLED_CheckBindingsDoesNotNeedDimsFixedBySpec) {
+// A dim fixed by the spec need not be passed.
+TEST(IR, CheckBindingsDoesNotNeedDimsFixedBySpec) {
   Fusion fixed = compile_one(kFixedK);
   Status status = check_bindings(fixed, {{"N", 2}});
   EXPECT_TRUE(status) << status.error();
 }
 
-// Known bug: the 2^48 element limit of declared shapes is not applied to the
-// shapes specialization produces, so `run` tries to allocate them.
-TEST(IR, DISABLED_SpecializationAppliesTheElementLimit) {
+// The 2^48 element limit of declared shapes also holds for specialized shapes.
+TEST(IR, SpecializationAppliesTheElementLimit) {
   Fusion fusion = compile_one("fusion f {\n  input x : f32[N, 281474976710656]\n  output y = relu(x)\n}\n");
   Diagnostics diags;
   bool rejected = !check_bindings(fusion, {{"N", 2}}) || !specialize(fusion, {{"N", 2}}, diags);

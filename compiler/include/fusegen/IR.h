@@ -44,7 +44,11 @@ using Shape = std::vector<Dim>;
 std::string shape_str(const Shape& shape); // "[N, 8192]"
 bool shape_is_constant(const Shape& shape);
 // Product of constant dims; nullopt if symbolic or the product overflows int64.
+// A zero dim does not hide an overflow of the other dims' product.
 std::optional<int64_t> shape_numel(const Shape& shape);
+// No tensor may hold more elements than this, so byte counts and 64-bit
+// indexing never overflow.
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 48;
 
 struct TensorType {
   DType dtype = DType::F32;

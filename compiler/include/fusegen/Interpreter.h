@@ -16,6 +16,13 @@ struct InterpreterResult {
   std::map<std::string, HostTensor> state;   // every state argument, after the run
 };
 
+// The interpreter keeps every value of a run in float64 on the host: a
+// fusion whose values together hold more elements than this is refused with
+// an error instead of failing to allocate (2^31 elements is 16 GiB).
+inline constexpr int64_t kMaxInterpreterElements = int64_t{1} << 31;
+// `concrete` must be specialized. Errors name the total and the limit.
+Status check_interpreter_size(const Fusion& concrete);
+
 // `arguments` holds every input, param and state tensor by name. Symbolic dims
 // are bound from their shapes; a missing, extra or mis-shaped tensor is an error.
 Result<InterpreterResult> interpret(const Fusion& fusion, const std::map<std::string, HostTensor>& arguments);
