@@ -11,24 +11,28 @@ namespace fusegen {
 namespace {
 
 
+// Edit distance counting a swap of two neighbouring letters as one edit
+// (optimal string alignment), so "rleu" suggests "relu".
 size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i)
+    d[i][0] = i;
   for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
+    d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 // " (did you mean 'relu'?)" when a known name is close to `name`.
 std::string suggestion(std::string_view name, const std::vector<std::string>& candidates) {
+  if (name.size() > 64)
+    return ""; // the distance is quadratic; long names are not typos of op names
   std::string best;
   size_t best_distance = std::max<size_t>(2, name.size() / 3) + 1;
   for (const std::string& candidate : candidates) {
@@ -321,8 +325,10 @@ private:
       if (arg.keyword.empty()) {
         index = positional++;
         if (index >= op->params.size()) {
-          error(arg.value->loc, op->name + " takes at most " + std::to_string(op->params.size()) +
-                                    " arguments (" + std::to_string(call.args.size()) + " given)");
+          size_t most = op->params.size();
+          error(arg.value->loc, op->name + " takes at most " + std::to_string(most) +
+                                    (most == 1 ? " argument (" : " arguments (") +
+                                    std::to_string(call.args.size()) + " given)");
           return kNoId;
         }
       } else {
@@ -404,8 +410,7 @@ private:
 
   std::optional<AttrValue> build_attr(const OpDef& op, const ParamSpec& param, const ast::Expr& e) {
     auto mismatch = [&]() -> std::optional<AttrValue> {
-      error(e.loc, "argument '" + param.name + "' of " + op.name + " must be " +
-                       (param.kind == ParamKind::Int ? "an int" : param_kind_name(param.kind)) +
+      error(e.loc, "argument '" + param.name + "' of " + op.name + " must be " + param_kind_name(param.kind) +
                        ", not " + expr_kind_description(e));
       return std::nullopt;
     };

@@ -56,15 +56,20 @@ const char* severity_name(Severity severity) {
 }
 
 // Makes a source line printable: control and non-ASCII bytes become '?' so a
-// caret lines up and terminals are not confused by raw bytes.
-std::string printable_line(std::string_view line) {
-  constexpr size_t kMaxShown = 240;
-  std::string out;
-  for (size_t i = 0; i < line.size() && i < kMaxShown; ++i) {
+// caret lines up and terminals are not confused by raw bytes. Long lines are
+// cut to a window around column `col` (1-based); `caret` receives the
+// caret's 0-based position in the returned text.
+std::string printable_line(std::string_view line, size_t col, size_t& caret) {
+  constexpr size_t kMaxShown = 240, kBefore = 120;
+  size_t target = col == 0 ? 0 : col - 1;
+  size_t first = target > kMaxShown - 40 ? target - kBefore : 0;
+  std::string out = first > 0 ? "... " : "";
+  caret = out.size() + (target - first);
+  for (size_t i = first; i < line.size() && i < first + kMaxShown; ++i) {
     unsigned char c = static_cast<unsigned char>(line[i]);
     out += (c == '\t' || (c >= 0x20 && c < 0x7f)) ? static_cast<char>(c) : '?';
   }
-  if (line.size() > kMaxShown)
+  if (line.size() > first + kMaxShown)
     out += " ...";
   return out;
 }
@@ -100,12 +105,12 @@ std::string Diagnostics::render(const SourceManager& sources) const {
     out += ": " + printable_message(diag.message) + "\n";
     if (!diag.loc.valid())
       continue;
-    std::string line = printable_line(sources.line_text(diag.loc.file, diag.loc.line));
+    size_t caret = 0;
+    std::string line = printable_line(sources.line_text(diag.loc.file, diag.loc.line), diag.loc.col, caret);
     if (line.empty())
       continue;
     out += "  " + line + "\n  ";
-    size_t col = diag.loc.col == 0 ? 0 : diag.loc.col - 1;
-    for (size_t i = 0; i < col && i < line.size(); ++i)
+    for (size_t i = 0; i < caret && i < line.size(); ++i)
       out += line[i] == '\t' ? '\t' : ' ';
     out += "^\n";
   }

@@ -81,7 +81,11 @@ std::string describe_token(const Token& token) {
 }
 
 Lexer::Lexer(std::string_view text, uint32_t file, Diagnostics& diags)
-    : text_(text), file_(file), diags_(diags) {}
+    : text_(text), file_(file), diags_(diags) {
+  // Editors may save UTF-8 with a byte-order mark; it is not part of the spec.
+  if (text_.substr(0, 3) == "\xEF\xBB\xBF")
+    pos_ = 3;
+}
 
 char Lexer::peek_char(size_t ahead) const {
   return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0';
@@ -122,6 +126,8 @@ Token Lexer::next() {
   size_t start = pos_;
   if (pos_ >= text_.size()) {
     token.kind = TokenKind::Eof;
+    if (col_ == 1 && last_end_.valid())
+      token.loc = last_end_;
     return token;
   }
   char c = text_[pos_];
@@ -136,6 +142,7 @@ Token Lexer::next() {
   else if (!lex_punctuation(token))
     lex_bad_bytes(token);
   token.spelling = text_.substr(start, pos_ - start);
+  last_end_ = here();
   return token;
 }
 

@@ -104,6 +104,9 @@ private:
   uint32_t line_ = 1;
   uint32_t col_ = 1;
   bool at_line_start_ = true;
+  // Where the last token ended: end-of-file errors point there rather than
+  // at an empty line after the final newline.
+  SourceLoc last_end_{};
   Diagnostics& diags_;
 };
 

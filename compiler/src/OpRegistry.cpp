@@ -21,16 +21,16 @@ const char* op_kind_name(OpKind kind) {
 
 const char* param_kind_name(ParamKind kind) {
   switch (kind) {
-  case ParamKind::Tensor: return "tensor";
-  case ParamKind::OptionalTensor: return "optional tensor";
-  case ParamKind::TensorOrScalar: return "tensor or number";
-  case ParamKind::Int: return "int";
-  case ParamKind::Float: return "float";
-  case ParamKind::Bool: return "bool";
-  case ParamKind::String: return "string";
-  case ParamKind::Ints: return "int or tuple of ints";
-  case ParamKind::OptionalFloat: return "float or None";
-  case ParamKind::OptionalInts: return "int, tuple of ints or None";
+  case ParamKind::Tensor: return "a tensor";
+  case ParamKind::OptionalTensor: return "a tensor or None";
+  case ParamKind::TensorOrScalar: return "a tensor or a number";
+  case ParamKind::Int: return "an int";
+  case ParamKind::Float: return "a number";
+  case ParamKind::Bool: return "a bool";
+  case ParamKind::String: return "a string";
+  case ParamKind::Ints: return "an int or a tuple of ints";
+  case ParamKind::OptionalFloat: return "a number or None";
+  case ParamKind::OptionalInts: return "an int, a tuple of ints or None";
   }
   return "?";
 }
@@ -229,16 +229,18 @@ std::optional<Shape> ShapeContext::broadcast(const Shape& a_in, const Shape& b_i
   Shape result(rank);
   for (size_t i = 0; i < rank; ++i) {
     // Align from the right, numpy style.
-    const Dim* da = i < rank - a.size() ? nullptr : &a[i - (rank - a.size())];
-    const Dim* db = i < rank - b.size() ? nullptr : &b[i - (rank - b.size())];
+    size_t ia = i - (rank - a.size()), ib = i - (rank - b.size());
+    const Dim* da = i < rank - a.size() ? nullptr : &a[ia];
+    const Dim* db = i < rank - b.size() ? nullptr : &b[ib];
     if (!da || (da->is_constant() && da->value() == 1 && db)) {
       result[i] = *db;
     } else if (!db || (db->is_constant() && db->value() == 1)) {
       result[i] = *da;
     } else {
-      std::string problem = dims_.unify(*da, *db, call_loc_);
+      // Unify the dims as written so a message names a symbol fixed earlier.
+      std::string problem = dims_.unify(a_in[ia], b_in[ib], call_loc_);
       if (!problem.empty()) {
-        error("shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast (" +
+        error("shapes " + shape_str(a_in) + " and " + shape_str(b_in) + " cannot be broadcast (" +
               problem + ")");
         return std::nullopt;
       }

@@ -5,73 +5,80 @@
 namespace fusegen {
 namespace {
 
+// Messages are built only when a check fails: the verifier runs on every
+// node of every fusion, and large specs have millions of nodes.
 class Verifier {
 public:
   Verifier(const Fusion& fusion, Diagnostics& diags) : fusion_(fusion), diags_(diags) {}
 
   bool run() {
     for (size_t i = 0; i < fusion_.values.size(); ++i)
-      check(fusion_.values[i].id == i, fusion_.loc, "value " + std::to_string(i) + " has a wrong id");
+      if (fusion_.values[i].id != i)
+        fail(fusion_.loc, "value " + std::to_string(i) + " has a wrong id");
     std::vector<bool> defined(fusion_.values.size(), false);
     for (ValueId id : fusion_.arguments) {
-      if (!check(id < fusion_.values.size(), fusion_.loc, "argument id out of range"))
+      if (id >= fusion_.values.size()) {
+        fail(fusion_.loc, "argument id out of range");
         continue;
-      check(fusion_.value(id).kind != ValueKind::Result, fusion_.value(id).loc,
-            "argument '" + fusion_.value(id).name + "' is a node result");
+      }
+      if (fusion_.value(id).kind == ValueKind::Result)
+        fail(fusion_.value(id).loc, "argument '" + fusion_.value(id).name + "' is a node result");
       defined[id] = true;
     }
     for (size_t i = 0; i < fusion_.nodes.size(); ++i)
       verify_node(fusion_.nodes[i], static_cast<NodeId>(i), defined);
     for (const FusionOutput& output : fusion_.outputs)
-      check(output.value < defined.size() && defined[output.value], output.loc,
-            "output '" + output.name + "' refers to an undefined value");
-    check(!fusion_.outputs.empty(), fusion_.loc, "fusion has no output");
+      if (output.value >= defined.size() || !defined[output.value])
+        fail(output.loc, "output '" + output.name + "' refers to an undefined value");
+    if (fusion_.outputs.empty())
+      fail(fusion_.loc, "fusion has no output");
     return ok_;
   }
 
 private:
-  bool check(bool condition, SourceLoc loc, const std::string& message) {
-    if (!condition) {
-      diags_.error(loc, "internal error: fusion '" + fusion_.name + "': " + message);
-      ok_ = false;
-    }
-    return condition;
+  void fail(SourceLoc loc, const std::string& message) {
+    diags_.error(loc, "internal error: fusion '" + fusion_.name + "': " + message);
+    ok_ = false;
+  }
+
+  void fail_node(const Node& node, NodeId id, const std::string& problem) {
+    fail(node.loc, "node " + std::to_string(id) + " (" + node.op + ") " + problem);
   }
 
   void verify_node(const Node& node, NodeId id, std::vector<bool>& defined) {
-    const std::string where = "node " + std::to_string(id) + " (" + node.op + ")";
-    check(node.id == id, node.loc, where + " has a wrong id");
+    if (node.id != id)
+      fail_node(node, id, "has a wrong id");
     const OpDef* op = OpRegistry::builtin().find(node.op);
-    if (!check(op != nullptr, node.loc, where + " uses an unknown op"))
-      return;
+    if (!op)
+      return fail_node(node, id, "uses an unknown op");
     size_t slots = 0;
     for (const ParamSpec& p : op->params) {
-      if (OpDef::is_tensor_kind(p.kind)) {
+      if (OpDef::is_tensor_kind(p.kind))
         ++slots;
-      } else if (!check(node.attrs.count(p.name) == 1, node.loc, where + " lacks attribute '" + p.name + "'")) {
-        return;
-      }
+      else if (node.attrs.count(p.name) != 1)
+        return fail_node(node, id, "lacks attribute '" + p.name + "'");
     }
-    if (!check(node.operands.size() == slots, node.loc, where + " has the wrong number of operands"))
-      return;
+    if (node.operands.size() != slots)
+      return fail_node(node, id, "has the wrong number of operands");
     size_t slot = 0;
     for (const ParamSpec& p : op->params) {
       if (!OpDef::is_tensor_kind(p.kind))
         continue;
       ValueId operand = node.operands[slot++];
       if (operand == kNoId) {
-        check(p.kind == ParamKind::OptionalTensor, node.loc, where + " lacks operand '" + p.name + "'");
-        continue;
+        if (p.kind != ParamKind::OptionalTensor)
+          fail_node(node, id, "lacks operand '" + p.name + "'");
+      } else if (operand >= defined.size() || !defined[operand]) {
+        fail_node(node, id, "uses a value before its definition");
       }
-      check(operand < defined.size() && defined[operand], node.loc,
-            where + " uses a value before its definition");
     }
-    if (!check(node.result < fusion_.values.size(), node.loc, where + " has no result"))
-      return;
+    if (node.result >= fusion_.values.size())
+      return fail_node(node, id, "has no result");
     const Value& result = fusion_.value(node.result);
-    check(result.kind == ValueKind::Result && result.producer == id, node.loc,
-          where + " result does not point back at it");
-    check(!defined[node.result], node.loc, where + " redefines a value");
+    if (result.kind != ValueKind::Result || result.producer != id)
+      fail_node(node, id, "result does not point back at it");
+    if (defined[node.result])
+      fail_node(node, id, "redefines a value");
     defined[node.result] = true;
   }
 

@@ -222,10 +222,10 @@ std::string header_of(const Diagnostic& d, const SourceManager& sources) {
 }
 
 // The source line and caret rendered for `d` (at lines[next], lines[next + 1]);
-// a problem or "". Lines are cut at 240 characters, past which the caret
-// cannot point at the column.
-std::string source_and_caret_problem(const Diagnostic& d, const std::vector<std::string>& lines, size_t next) {
-  constexpr size_t kShownColumns = 240;
+// a problem or "". A long line is shown as a window ("... " first) around the
+// column; then the caret must sit under the same character as the column.
+std::string source_and_caret_problem(const Diagnostic& d, const std::vector<std::string>& lines, size_t next,
+                                     const SourceManager& sources) {
   if (next + 1 >= lines.size() || lines[next].rfind("  ", 0) != 0)
     return "no source line";
   const std::string& caret = lines[next + 1];
@@ -234,9 +234,16 @@ std::string source_and_caret_problem(const Diagnostic& d, const std::vector<std:
       caret.find_first_not_of(" \t", 2) != caret_at)
     return "no caret line";
   size_t col = d.loc.col == 0 ? 0 : d.loc.col - 1;
-  if (col < kShownColumns && caret_at - 2 != col)
-    return "caret at column " + std::to_string(caret_at - 1);
-  return "";
+  std::string shown = lines[next].substr(2);
+  size_t at = caret_at - 2;
+  if (shown.rfind("... ", 0) != 0)
+    return at == col ? "" : "caret at column " + std::to_string(caret_at - 1);
+  std::string_view source = sources.line_text(d.loc.file, d.loc.line);
+  if (col >= source.size())
+    return at >= shown.size() ? "" : "caret not past the end of the line";
+  auto c = static_cast<unsigned char>(source[col]);
+  char expected = (c == '\t' || (c >= 0x20 && c < 0x7f)) ? static_cast<char>(c) : '?';
+  return at < shown.size() && shown[at] == expected ? "" : "caret not under column " + std::to_string(col + 1);
 }
 
 // Problems with the rendered text: each diagnostic must read
@@ -264,7 +271,7 @@ std::vector<std::string> rendering_problems(const Diagnostics& diags, const Sour
     ++next;
     if (sources.line_text(d.loc.file, d.loc.line).empty())
       continue;
-    if (std::string problem = source_and_caret_problem(d, lines, next); !problem.empty()) {
+    if (std::string problem = source_and_caret_problem(d, lines, next, sources); !problem.empty()) {
       problems.push_back(problem + " for '" + header + "'");
       return problems;
     }
@@ -505,9 +512,11 @@ TEST(DiagnosticsSuite, UnprintableAndNonUtf8Bytes) {
                   "  input \xc3\xa9t\xc3\xa9 : f32[4]  # expect-error:9: unexpected character '\\xc3'\n"
                   "  # expect-error@-1:12: unexpected character '\\xc3'\n"
                   "  output y = relu(x)\n}\n");
-  // A UTF-8 byte order mark is not skipped.
-  check_generated("bom.fg", "\xef\xbb\xbf" "fusion f {  # expect-error:1: unexpected character '\\xef'\n"
+  // A UTF-8 byte order mark at the start is skipped; elsewhere it is a bad byte.
+  check_generated("bom.fg", "\xef\xbb\xbf" "fusion f {\n"
                             "  input x : f32[4]\n  output y = relu(x)\n}\n");
+  check_generated("bom_inside.fg", "fusion f { \xef\xbb\xbf # expect-error:12: unexpected character '\\xef'\n"
+                                   "  input x : f32[4]\n  output y = relu(x)\n}\n");
   // Any byte but a newline is fine in a comment.
   check_generated("comment.fg", "# caf\xc3\xa9 \xff\xfe \x01 \x1b[0m\n" + head + "  output y = relu(x)\n}\n");
 }

@@ -416,7 +416,7 @@ TEST(Parser, HeaderErrorStillParsesBody) {
 
 TEST(Parser, MissingClosingBrace) {
   EXPECT_EQ(errors_of("fusion f {\n  y = x\n"),
-            Messages{"3:1: expected '}' at end of fusion 'f', found end of file"});
+            Messages{"2:8: expected '}' at end of fusion 'f', found end of file"});
   auto parsed = parse("fusion f {\n  y = x\nfusion g {\n}\n");
   EXPECT_EQ(messages(parsed->diags),
             Messages{"3:1: expected '}' at end of fusion 'f', found 'fusion'"});
