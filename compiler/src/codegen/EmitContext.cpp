@@ -51,6 +51,8 @@ SizeExpr EmitContext::size(const Shape& shape, size_t first, size_t last) const 
 }
 
 SizeExpr EmitContext::ceil_div(const SizeExpr& a, int64_t b) const {
+  if (b == 1)
+    return a;
   if (a.value)
     return constant((*a.value + b - 1) / b);
   return {"((" + a.c + " + " + std::to_string(b - 1) + ") / " + std::to_string(b) + ")", std::nullopt};
