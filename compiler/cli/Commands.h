@@ -22,6 +22,12 @@ int run_command(const std::vector<std::string>& args);
 int plan_command(const std::vector<std::string>& args);
 // `fusegen SPEC -o kernels.cu ...` (no subcommand word).
 int generate_command(const std::vector<std::string>& args);
+// The JIT runtime's commands (WarmupCommand.cpp, CacheCommand.cpp,
+// DeviceRunCommand.cpp; RuntimeUnavailable.cpp in builds without NVRTC).
+int warmup_command(const std::vector<std::string>& args);
+int cache_command(const std::vector<std::string>& args);
+// `fusegen run ... --device`.
+int device_run_command(const std::vector<std::string>& args);
 
 // A spec loaded and compiled for a command; diagnostics already printed.
 struct LoadedSpec {

@@ -1,6 +1,7 @@
 // fusegen: kernel-fusion compiler command line.
 #include "Commands.h"
 
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -27,10 +28,27 @@ Commands:
       Run a fusion on random inputs with the CPU reference interpreter
       (float64) and print each output's shape, checksum and first values.
       --save DIR writes inputs (float32) and outputs (float64) as .npy files.
+  run SPEC --device [--fusion NAME] --dims N=128 [--seed S] [--compare]
+         [--precision strict|tf32] [--cache-dir D]
+      Run a fusion on GPU 0 through the JIT runtime with the same random
+      inputs; --compare checks every output and state tensor against the
+      reference interpreter (|gpu - ref| <= atol + rtol*|ref|, 1e-4 strict,
+      1e-2 tf32) and exits 1 on a mismatch.
 
   plan SPEC [--fusion NAME] [--dims N=1024]
       Print the fusion plan: kernels, the ops each holds, the buffers between
       them and their sizes, and why ops were or were not fused.
+
+JIT kernel cache (no GPU needed):
+  warmup SPEC --dims N=128,1024 [--arch sm_90] [--precision strict|tf32]
+         [--jobs 4] [--cache-dir D]
+      Compile every fusion of SPEC for each binding (N=128,1024 is two
+      values of N; several dims give every combination) into the disk cache,
+      so JIT calls at those shapes on an sm_90 GPU compile nothing.
+  cache stats|verify|clear [--cache-dir D]
+      Summarize, check (every entry's checksum and key) or empty the cache.
+      The directory is --cache-dir, $FUSEGEN_CACHE_DIR, $XDG_CACHE_HOME/fusegen
+      or ~/.cache/fusegen; FUSEGEN_CACHE=0 turns the cache off for runs.
 
 Options:
   --help       show this help
@@ -60,8 +78,14 @@ int main(int argc, char** argv) {
   }
   if (command == "check")
     return fusegen::cli::check_command(rest);
-  if (command == "run")
-    return fusegen::cli::run_command(rest);
+  if (command == "run") {
+    bool on_device = std::find(rest.begin(), rest.end(), "--device") != rest.end();
+    return on_device ? fusegen::cli::device_run_command(rest) : fusegen::cli::run_command(rest);
+  }
+  if (command == "warmup")
+    return fusegen::cli::warmup_command(rest);
+  if (command == "cache")
+    return fusegen::cli::cache_command(rest);
   if (command == "plan")
     return fusegen::cli::plan_command(rest);
   // `fusegen SPEC -o kernels.cu`: anything that is not a command is a spec file.

@@ -1,0 +1,106 @@
+// `fusegen cache stats|verify|clear [--cache-dir D]`: the disk cache of
+// compiled kernels.
+#ifdef FUSEGEN_HAVE_RUNTIME
+#include "CommandLine.h"
+#include "Commands.h"
+
+#include "fusegen/CacheAdmin.h"
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+namespace fusegen::cli {
+namespace {
+
+std::string size_text(uint64_t bytes) {
+  char text[64];
+  if (bytes < 1024 * 1024)
+    std::snprintf(text, sizeof text, "%.1f KiB", static_cast<double>(bytes) / 1024.0);
+  else
+    std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return text;
+}
+
+std::string describe(const CacheEntryInfo& entry) {
+  return entry.fusion + " " + entry.dims + " " + entry.target + (entry.ptx ? " (PTX)" : "") + " " + entry.precision +
+         " fusegen " + entry.fusegen_version + " nvrtc " + entry.nvrtc_version;
+}
+
+int stats(const CacheContents& contents) {
+  size_t bad = 0;
+  std::map<std::string, size_t> by_target;
+  for (const CacheEntryInfo& entry : contents.entries) {
+    if (!entry.ok)
+      ++bad;
+    else
+      ++by_target[entry.target + (entry.ptx ? " (PTX)" : "") + ", fusegen " + entry.fusegen_version + ", nvrtc " +
+                  entry.nvrtc_version];
+  }
+  std::cout << "entries: " << contents.entries.size() << " (" << size_text(contents.total_bytes) << "), " << bad
+            << " bad, " << contents.temp_files << " temporary files\n";
+  for (const auto& [target, count] : by_target)
+    std::cout << "  " << target << ": " << count << (count == 1 ? " entry" : " entries") << "\n";
+  return kExitOk;
+}
+
+int verify(const CacheContents& contents) {
+  size_t bad = 0;
+  for (const CacheEntryInfo& entry : contents.entries) {
+    if (entry.ok) {
+      std::cout << "ok   " << entry.file << "  " << describe(entry) << "\n";
+    } else {
+      ++bad;
+      std::cout << "bad  " << entry.file << "  " << entry.problem << "\n";
+    }
+  }
+  std::cout << contents.entries.size() - bad << " ok, " << bad << " bad"
+            << (bad ? " (bad entries are rebuilt when next used; `fusegen cache clear` removes all)" : "") << "\n";
+  return bad ? kExitSpecError : kExitOk;
+}
+
+} // namespace
+
+int cache_command(const std::vector<std::string>& args) {
+  Result<CommandLine> parsed = parse_command_line(args, {{"cache-dir", true, false}});
+  if (!parsed) {
+    std::cerr << "fusegen cache: error: " << parsed.error() << "\n";
+    return kExitUsage;
+  }
+  const CommandLine& line = parsed.value();
+  const std::string action = line.positional.size() == 1 ? line.positional[0] : "";
+  if (action != "stats" && action != "verify" && action != "clear") {
+    std::cerr << "fusegen cache: error: expected one of stats, verify, clear (usage: fusegen cache "
+                 "stats|verify|clear [--cache-dir D])\n";
+    return kExitUsage;
+  }
+  // An explicit directory is used even when FUSEGEN_CACHE=0 turns the cache off for runs.
+  std::string dir = line.value("cache-dir");
+  if (dir.empty()) {
+    CacheLocation where = cache_location();
+    if (!where.enabled) {
+      std::cerr << "fusegen cache: error: no cache directory (" << where.reason << "); use --cache-dir D\n";
+      return kExitUsage;
+    }
+    dir = where.dir;
+  }
+  std::cout << "cache directory: " << dir << "\n";
+  if (action == "clear") {
+    Result<size_t> removed = clear_cache(dir);
+    if (!removed) {
+      std::cerr << "fusegen cache: error: " << removed.error() << "\n";
+      return kExitSpecError;
+    }
+    std::cout << "removed " << removed.value() << (removed.value() == 1 ? " file" : " files") << "\n";
+    return kExitOk;
+  }
+  Result<CacheContents> contents = inspect_cache(dir);
+  if (!contents) {
+    std::cerr << "fusegen cache: error: " << contents.error() << "\n";
+    return kExitSpecError;
+  }
+  return action == "stats" ? stats(contents.value()) : verify(contents.value());
+}
+
+} // namespace fusegen::cli
+#endif // FUSEGEN_HAVE_RUNTIME

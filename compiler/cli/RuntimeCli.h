@@ -1,0 +1,20 @@
+// Small helpers shared by the runtime commands (warmup, cache, run --device).
+#pragma once
+
+#include "fusegen/IR.h"
+#include "fusegen/Result.h"
+#include "fusegen/Specialize.h"
+
+#include <optional>
+#include <string>
+
+namespace fusegen::cli {
+
+// "sm_90" -> 90 (sm_80 and newer).
+Result<int> parse_sm_arch(const std::string& text);
+// "" -> nullopt (each fusion's own), "strict", "tf32".
+Result<std::optional<Precision>> parse_precision(const std::string& text);
+// "N=128 M=64", or "(no dims)".
+std::string dims_summary(const DimBindings& dims);
+
+} // namespace fusegen::cli

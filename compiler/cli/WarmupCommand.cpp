@@ -1,0 +1,87 @@
+// `fusegen warmup SPEC --dims N=128,1024 [--arch sm_90] [--precision strict|tf32]
+//  [--jobs 4] [--cache-dir D]`: compiles every fusion of SPEC for each binding
+// into the disk cache, without a GPU.
+#ifdef FUSEGEN_HAVE_RUNTIME
+#include "CommandLine.h"
+#include "Commands.h"
+#include "RuntimeCli.h"
+
+#include "fusegen/Runtime.h"
+#include "fusegen/Warmup.h"
+
+#include <charconv>
+#include <iomanip>
+#include <iostream>
+
+namespace fusegen::cli {
+
+int warmup_command(const std::vector<std::string>& args) {
+  Result<CommandLine> parsed = parse_command_line(args, {{"dims", true, true},
+                                                         {"arch", true, false},
+                                                         {"precision", true, false},
+                                                         {"jobs", true, false},
+                                                         {"cache-dir", true, false}});
+  if (!parsed) {
+    std::cerr << "fusegen warmup: error: " << parsed.error() << "\n";
+    return kExitUsage;
+  }
+  const CommandLine& line = parsed.value();
+  if (line.positional.size() != 1) {
+    std::cerr << "fusegen warmup: error: expected one spec file (usage: fusegen warmup SPEC --dims N=128,1024 "
+                 "[--arch sm_90] [--precision strict|tf32] [--jobs 4] [--cache-dir D])\n";
+    return kExitUsage;
+  }
+  Result<std::vector<DimBindings>> bindings =
+      expand_dim_lists(line.values.count("dims") ? line.values.at("dims") : std::vector<std::string>{});
+  Result<int> arch = parse_sm_arch(line.value("arch", "sm_90"));
+  Result<std::optional<Precision>> precision = parse_precision(line.value("precision"));
+  int jobs = 1;
+  std::string jobs_text = line.value("jobs", "1");
+  auto [end, ec] = std::from_chars(jobs_text.data(), jobs_text.data() + jobs_text.size(), jobs);
+  std::string usage_error;
+  if (!bindings)
+    usage_error = bindings.error();
+  else if (!arch)
+    usage_error = arch.error();
+  else if (!precision)
+    usage_error = precision.error();
+  else if (ec != std::errc() || end != jobs_text.data() + jobs_text.size() || jobs < 1 || jobs > 256)
+    usage_error = "bad --jobs '" + jobs_text + "' (expected 1 to 256)";
+  if (!usage_error.empty()) {
+    std::cerr << "fusegen warmup: error: " << usage_error << "\n";
+    return kExitUsage;
+  }
+  int exit_code = kExitOk;
+  std::unique_ptr<LoadedSpec> spec = load_spec(line.positional[0], "", exit_code);
+  if (!spec)
+    return exit_code;
+
+  WarmupOptions options;
+  options.arch = arch.value();
+  options.precision = precision.value();
+  options.jobs = jobs;
+  options.cache_dir = line.value("cache-dir");
+  WarmupReport report;
+  try {
+    report = warmup(spec->module, spec->sources, bindings.value(), options);
+  } catch (const RuntimeError& error) {
+    std::cerr << "fusegen warmup: error: " << error.what() << "\n";
+    return kExitSpecError;
+  }
+  std::cout << "warmup " << line.positional[0] << " for sm_" << options.arch << " (" << report.target << ") into "
+            << report.cache_dir << "\n";
+  for (const WarmupItem& item : report.items) {
+    std::cout << "  " << std::left << std::setw(10) << warmup_outcome_name(item.outcome) << item.fusion << " "
+              << dims_summary(item.dims) << "\n";
+    if (item.outcome == WarmupOutcome::Failed)
+      std::cerr << "fusegen warmup: error: " << item.fusion << " " << dims_summary(item.dims) << ": " << item.error
+                << "\n";
+  }
+  size_t failed = report.count(WarmupOutcome::Failed);
+  std::cout << report.count(WarmupOutcome::Compiled) << " compiled, " << report.count(WarmupOutcome::Cached)
+            << " already cached, " << failed << " failed\n";
+  return failed ? kExitSpecError : kExitOk;
+}
+
+} // namespace fusegen::cli
+#endif // FUSEGEN_HAVE_RUNTIME

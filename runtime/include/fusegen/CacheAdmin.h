@@ -1,0 +1,48 @@
+// The disk cache directory: where it is, what is in it, and clearing it
+// (`fusegen cache stats|verify|clear`). Entries are <sha256 of key>.fgc files
+// (format in runtime/src/CacheEntry.h).
+#pragma once
+
+#include "fusegen/Result.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fusegen {
+
+struct CacheLocation {
+  bool enabled = false;
+  std::string dir;
+  std::string reason; // where the choice came from, or why there is no cache
+};
+
+// `explicit_dir` if given, else $FUSEGEN_CACHE_DIR, else $XDG_CACHE_HOME/fusegen,
+// else ~/.cache/fusegen; FUSEGEN_CACHE=0 turns the disk cache off.
+CacheLocation cache_location(const std::string& explicit_dir = "");
+
+struct CacheEntryInfo {
+  std::string file; // file name in the directory
+  uint64_t bytes = 0;
+  bool ok = false;
+  std::string problem; // when not ok
+  // From the entry's key, when it could be read.
+  std::string fusion, dims, target, precision, fusegen_version, nvrtc_version;
+  bool ptx = false;
+};
+
+struct CacheContents {
+  std::string dir;
+  std::vector<CacheEntryInfo> entries; // sorted by file name
+  size_t temp_files = 0;               // left over from interrupted writes
+  uint64_t total_bytes = 0;
+};
+
+// Reads and verifies every entry (structure, checksum, and that its name is
+// the hash of its key). Errors if the directory is missing or unsafe.
+Result<CacheContents> inspect_cache(const std::string& dir);
+
+// Deletes every entry and temporary file (nothing else); returns how many.
+Result<size_t> clear_cache(const std::string& dir);
+
+} // namespace fusegen

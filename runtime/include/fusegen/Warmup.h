@@ -1,0 +1,54 @@
+// Warm-up: compiling a spec's fusions for given dims and an arch into the
+// disk cache ahead of time, without a GPU (NVRTC only), so that JIT calls on
+// a GPU of that arch compile nothing. `fusegen warmup` is the command line.
+#pragma once
+
+#include "fusegen/Diagnostics.h"
+#include "fusegen/IR.h"
+#include "fusegen/Result.h"
+#include "fusegen/Specialize.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fusegen {
+
+struct WarmupOptions {
+  int arch = 90;                                        // the GPU's sm_XY as XY
+  std::optional<Precision> precision;                   // as RuntimeOptions::precision
+  int jobs = 1;                                         // compilations in parallel
+  std::string cache_dir;                                // empty: where a Runtime would look
+  std::function<void(const std::string&)> warning_sink; // stderr when empty
+};
+
+enum class WarmupOutcome { Compiled, Cached, Failed };
+const char* warmup_outcome_name(WarmupOutcome outcome); // "compiled", "cached", "failed"
+
+struct WarmupItem {
+  std::string fusion;
+  DimBindings dims; // the fusion's own dims
+  WarmupOutcome outcome = WarmupOutcome::Failed;
+  std::string error; // for Failed
+};
+
+struct WarmupReport {
+  std::string cache_dir;
+  std::string target;            // what NVRTC produces for the arch: sm_90, or compute_XY PTX
+  std::vector<WarmupItem> items; // per fusion, per binding, in that order
+  size_t count(WarmupOutcome outcome) const;
+};
+
+// Compiles every fusion of `module` for every binding (each fusion takes the
+// dims it uses; bindings that agree on them are one item). Per-item failures
+// are in the report; throws RuntimeError if there is no usable cache
+// directory or the arch cannot be targeted.
+WarmupReport warmup(const Module& module, const SourceManager& sources, const std::vector<DimBindings>& bindings,
+                    const WarmupOptions& options);
+
+// "--dims" lists for warm-up: "N=128,1024" is two values of N, "N=1,2,M=8"
+// adds M; several dims give their cartesian product (in a fixed order).
+Result<std::vector<DimBindings>> expand_dim_lists(const std::vector<std::string>& lists);
+
+} // namespace fusegen

@@ -1,0 +1,48 @@
+// The identity of a compiled kernel image: everything that can change the
+// cubin. Its canonical text ("key material") is stored in each disk cache
+// entry and its SHA-256 names the entry file, so an entry is only ever read
+// for exactly the key it was written for.
+#pragma once
+
+#include "fusegen/IR.h"
+#include "fusegen/Specialize.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fusegen::runtime {
+
+// Bump when the entry format or the meaning of a key field changes.
+inline constexpr uint32_t kCacheSchemaVersion = 1;
+
+struct CacheKey {
+  uint32_t schema = kCacheSchemaVersion;
+  std::string fusegen_version;            // FUSEGEN_VERSION
+  std::string nvrtc_version;              // "13.0"
+  std::vector<std::string> nvrtc_options; // exactly as passed
+  int arch = 0;                           // the device's sm_XY as XY
+  std::string target;                     // what NVRTC produced: sm_90 or compute_90
+  std::string fusion;
+  std::string fingerprint; // of the unspecialized fusion (IRPrinter.h)
+  DimBindings dims;        // the fusion's symbols only
+  Precision precision = Precision::Strict;
+  std::string source_sha256; // of the generated CUDA source
+
+  // "key=value" lines in a fixed order; deterministic.
+  std::string material() const;
+  // sha256(material) + ".fgc"
+  std::string file_name() const;
+};
+
+// "N=1024,M=64" (sorted by name), or "-" when there are no dims.
+std::string dims_text(const DimBindings& dims);
+
+// The first line where two key materials differ, as "arch=sm_80 (expected
+// arch=sm_90)", for messages about a mismatched entry.
+std::string describe_key_difference(const std::string& found, const std::string& expected);
+
+// One field of a key material ("fusion", "target", ...); empty if absent.
+std::string key_field(const std::string& material, const std::string& field);
+
+} // namespace fusegen::runtime

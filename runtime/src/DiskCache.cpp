@@ -1,0 +1,153 @@
+#include "DiskCache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+namespace fusegen::runtime {
+namespace {
+
+constexpr off_t kMaxEntryBytes = off_t{3} << 29; // 1.5 GiB: an image is at most 1 GiB
+
+std::string errno_text() { return std::strerror(errno); }
+
+class FileDescriptor {
+public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+  // Closes now, reporting the error close may carry for written data.
+  bool close() {
+    int fd = fd_;
+    fd_ = -1;
+    return ::close(fd) == 0;
+  }
+
+private:
+  int fd_;
+};
+
+Status write_all(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return Error{"write failed: " + errno_text()};
+    done += static_cast<size_t>(n);
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Result<std::string> DiskCache::read_entry_file(const std::string& path) {
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.get() < 0)
+    return Error{"cannot open: " + errno_text()};
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0)
+    return Error{"cannot stat: " + errno_text()};
+  if (!S_ISREG(info.st_mode))
+    return Error{"not a regular file"};
+  if (info.st_size > kMaxEntryBytes)
+    return Error{"too large (" + std::to_string(info.st_size) + " bytes)"};
+  std::string bytes(static_cast<size_t>(info.st_size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::read(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return Error{"read failed: " + errno_text()};
+    if (n == 0)
+      break;
+    done += static_cast<size_t>(n);
+  }
+  bytes.resize(done);
+  return bytes;
+}
+
+DiskCache::Loaded DiskCache::load(const CacheKey& key) const {
+  Loaded result;
+  const std::string file = path(key.file_name());
+  struct stat info {};
+  if (::lstat(file.c_str(), &info) != 0) {
+    if (errno == ENOENT)
+      return result; // Miss
+    result.status = Lookup::Bad;
+    result.problem = "cannot stat: " + errno_text();
+    return result;
+  }
+  if (!S_ISREG(info.st_mode)) {
+    result.status = Lookup::Bad;
+    result.problem = S_ISDIR(info.st_mode) ? "a directory is in its place" : "not a regular file";
+    return result;
+  }
+  Result<std::string> bytes = read_entry_file(file);
+  if (!bytes) {
+    result.status = Lookup::Bad;
+    result.problem = bytes.error();
+    return result;
+  }
+  Result<CacheEntry> entry = decode_entry(bytes.value());
+  if (!entry) {
+    result.status = Lookup::Bad;
+    result.problem = entry.error();
+    return result;
+  }
+  const std::string expected = key.material();
+  if (entry.value().key_material != expected) {
+    result.status = Lookup::Bad;
+    result.problem = "written for another key: " + describe_key_difference(entry.value().key_material, expected);
+    return result;
+  }
+  result.status = Lookup::Hit;
+  result.entry = std::move(entry.value());
+  return result;
+}
+
+Status DiskCache::store(const CacheKey& key, const CacheEntry& entry) const {
+  const std::string name = key.file_name();
+  std::string temp = path(std::string(kTempPrefix) + name + "-XXXXXX");
+  std::vector<char> temp_name(temp.begin(), temp.end());
+  temp_name.push_back('\0');
+  FileDescriptor fd(::mkostemp(temp_name.data(), O_CLOEXEC)); // mode 0600
+  if (fd.get() < 0)
+    return Error{"cannot create a file in " + dir_ + ": " + errno_text()};
+  temp.assign(temp_name.data());
+  Status written = write_all(fd.get(), encode_entry(entry));
+  if (written && ::fsync(fd.get()) != 0)
+    written = Error{"fsync failed: " + errno_text()};
+  if (!fd.close() && written)
+    written = Error{"close failed: " + errno_text()};
+  if (written && ::rename(temp.c_str(), path(name).c_str()) != 0)
+    written = Error{"cannot rename into place: " + errno_text()};
+  if (!written) {
+    ::unlink(temp.c_str());
+    return Error{"cannot write cache entry " + path(name) + ": " + written.error()};
+  }
+  // Make the rename itself durable.
+  FileDescriptor dir_fd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir_fd.get() >= 0)
+    ::fsync(dir_fd.get());
+  return Status::success();
+}
+
+void DiskCache::remove(const std::string& file_name) const {
+  std::error_code ec;
+  std::filesystem::remove_all(path(file_name), ec);
+}
+
+} // namespace fusegen::runtime

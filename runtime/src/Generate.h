@@ -1,0 +1,30 @@
+// One fusion specialized at concrete dims, planned and generated as CUDA for
+// one target: the source NVRTC compiles and the launch plan that runs it.
+#pragma once
+
+#include "LaunchPlan.h"
+
+#include "fusegen/Diagnostics.h"
+#include "fusegen/IR.h"
+#include "fusegen/Specialize.h"
+
+#include <string>
+
+namespace fusegen::runtime {
+
+struct GeneratedUnit {
+  Fusion concrete; // every dim constant
+  LaunchPlan launch;
+  std::string source;
+  std::string source_sha256;
+};
+
+// Throws RuntimeError: ErrorKind::Spec when the fusion does not specialize
+// at `dims` (diagnostics rendered with `sources` when given), ErrorKind::Compile
+// when no kernel template supports it. Deterministic: the source depends only
+// on the fusion, dims, precision and arch (not on file names), so warm-up and
+// the JIT produce identical bytes.
+GeneratedUnit generate_unit(const Fusion& fusion, const DimBindings& dims, Precision precision, int arch,
+                            const SourceManager* sources);
+
+} // namespace fusegen::runtime

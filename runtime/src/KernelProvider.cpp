@@ -1,0 +1,124 @@
+#include "KernelProvider.h"
+
+#include "Nvrtc.h"
+
+#include "fusegen/Runtime.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+namespace fusegen::runtime {
+namespace {
+
+// Where a failed compilation's source is written for the user to inspect:
+// named by content, so reruns reuse one file.
+std::string failed_source_path(const GeneratedUnit& unit) {
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
+  if (ec)
+    dir = "/tmp";
+  return (dir / ("fusegen-" + unit.launch.fusion + "-" + unit.source_sha256.substr(0, 12) + ".cu")).string();
+}
+
+bool write_text(const std::string& path, const std::string& text) {
+  static std::atomic<unsigned> counter{0};
+  std::string temp = path + ".part" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out)
+      return false;
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, path, ec);
+  return !ec;
+}
+
+[[noreturn]] void throw_nvrtc_failure(const GeneratedUnit& unit, const CacheKey& key, const std::string& program,
+                                      const std::string& error) {
+  bool saved = write_text(program, unit.source);
+  std::string message = "NVRTC " + key.nvrtc_version + " failed to compile fusion '" + unit.launch.fusion + "' at " +
+                        dims_text(key.dims) + " for " + key.target + ":\n" + error + "\n";
+  message += saved ? "generated source: " + program + "\n" + first_error_line(error, unit.source)
+                   : "(could not write the generated source to " + program + ")\n";
+  while (!message.empty() && message.back() == '\n')
+    message.pop_back();
+  throw RuntimeError(ErrorKind::Compile, message);
+}
+
+} // namespace
+
+KernelProvider::KernelProvider(std::shared_ptr<const DiskCache> disk, Warnings& warnings)
+    : disk_(std::move(disk)), warnings_(warnings) {}
+
+ProvidedKernels KernelProvider::provide(const KernelRequest& request, bool read_disk) {
+  const NvrtcInfo& nvrtc = nvrtc_info();
+  Result<NvrtcTarget> target = choose_target(request.arch, nvrtc);
+  if (!target)
+    throw RuntimeError(ErrorKind::Compile, target.error());
+
+  ProvidedKernels out;
+  out.unit = generate_unit(*request.fusion, request.dims, request.precision, target.value().arch, request.sources);
+  ++counters_.generations;
+
+  CacheKey& key = out.key;
+  key.fusegen_version = FUSEGEN_VERSION;
+  key.nvrtc_version = nvrtc.version();
+  key.nvrtc_options = nvrtc_options(target.value(), request.precision);
+  key.arch = request.arch;
+  key.target = target_name(target.value());
+  key.fusion = request.fusion->name;
+  key.fingerprint = request.fingerprint;
+  key.dims = request.dims;
+  key.precision = request.precision;
+  key.source_sha256 = out.unit.source_sha256;
+
+  if (disk_ && read_disk) {
+    DiskCache::Loaded loaded = disk_->load(key);
+    if (loaded.status == DiskCache::Lookup::Hit && loaded.entry.launch != out.unit.launch)
+      loaded = {DiskCache::Lookup::Bad, {}, "its launch metadata differs from the generated code"};
+    if (loaded.status == DiskCache::Lookup::Hit) {
+      ++counters_.disk_loads;
+      out.entry = std::move(loaded.entry);
+      out.from_disk = true;
+      return out;
+    }
+    if (loaded.status == DiskCache::Lookup::Bad) {
+      ++counters_.disk_rejects;
+      warnings_.warn("cache entry " + disk_->path(key.file_name()) + " is unusable (" + loaded.problem +
+                     "); deleted it, recompiling");
+      disk_->remove(key.file_name());
+    }
+  }
+
+  const std::string program = failed_source_path(out.unit);
+  Result<std::string> image = nvrtc_compile(out.unit.source, program, key.nvrtc_options, !target.value().cubin);
+  ++counters_.compiles;
+  if (!image)
+    throw_nvrtc_failure(out.unit, key, program, image.error());
+  out.entry.key_material = key.material();
+  out.entry.launch = out.unit.launch;
+  out.entry.ptx = !target.value().cubin;
+  out.entry.image = std::move(image.value());
+  if (disk_) {
+    if (Status stored = disk_->store(key, out.entry); stored)
+      ++counters_.disk_writes;
+    else
+      warnings_.warn(stored.error() + " (continuing without it)");
+  }
+  return out;
+}
+
+void KernelProvider::reject(const ProvidedKernels& kernels, const std::string& problem) {
+  if (!disk_)
+    return;
+  ++counters_.disk_rejects;
+  warnings_.warn("cache entry " + disk_->path(kernels.key.file_name()) + " is unusable (" + problem +
+                 "); deleted it, recompiling");
+  disk_->remove(kernels.key.file_name());
+}
+
+} // namespace fusegen::runtime

@@ -1,0 +1,65 @@
+// Kernels for one (fusion, dims, precision, arch): generates the source, then
+// takes the compiled image from the disk cache or compiles it with NVRTC and
+// stores it. Needs no GPU; shared by the JIT runtime and warm-up.
+#pragma once
+
+#include "CacheEntry.h"
+#include "CacheKey.h"
+#include "DiskCache.h"
+#include "Generate.h"
+#include "Warnings.h"
+
+#include "fusegen/Diagnostics.h"
+
+#include <atomic>
+#include <memory>
+
+namespace fusegen::runtime {
+
+struct ProviderCounters {
+  std::atomic<uint64_t> generations{0};
+  std::atomic<uint64_t> compiles{0};
+  std::atomic<uint64_t> disk_loads{0};
+  std::atomic<uint64_t> disk_writes{0};
+  std::atomic<uint64_t> disk_rejects{0};
+};
+
+struct KernelRequest {
+  const Fusion* fusion = nullptr; // as loaded from the spec (not specialized)
+  std::string fingerprint;        // fingerprint(*fusion)
+  DimBindings dims;               // exactly the fusion's symbols
+  Precision precision = Precision::Strict;
+  int arch = 0; // the device's sm_XY as XY
+  const SourceManager* sources = nullptr;
+};
+
+struct ProvidedKernels {
+  GeneratedUnit unit;
+  CacheKey key;
+  CacheEntry entry; // launch plan and image
+  bool from_disk = false;
+};
+
+class KernelProvider {
+public:
+  // `disk` may be null (no disk cache).
+  KernelProvider(std::shared_ptr<const DiskCache> disk, Warnings& warnings);
+
+  // Throws RuntimeError (Spec or Compile). Bad disk entries are warned
+  // about, deleted and rebuilt; a failure to write an entry is a warning.
+  // `read_disk` false compiles even if an entry exists (and replaces it).
+  ProvidedKernels provide(const KernelRequest& request, bool read_disk = true);
+
+  // For an entry read from disk that the driver then refused: warn, delete.
+  void reject(const ProvidedKernels& kernels, const std::string& problem);
+
+  const ProviderCounters& counters() const { return counters_; }
+  const DiskCache* disk() const { return disk_.get(); }
+
+private:
+  std::shared_ptr<const DiskCache> disk_;
+  Warnings& warnings_;
+  ProviderCounters counters_;
+};
+
+} // namespace fusegen::runtime

@@ -1,0 +1,132 @@
+#include "RuntimeState.h"
+
+#include "CacheDir.h"
+#include "Nvrtc.h"
+
+#include "fusegen/CacheAdmin.h"
+
+namespace fusegen {
+
+using runtime::DiskCache;
+using runtime::driver;
+
+namespace {
+
+std::shared_ptr<const DiskCache> open_disk_cache(const RuntimeOptions& options, runtime::Warnings& warnings) {
+  if (!options.disk_cache)
+    return nullptr;
+  CacheLocation where = cache_location(options.cache_dir);
+  if (!where.enabled)
+    return nullptr;
+  if (Status usable = runtime::prepare_cache_dir(where.dir, true); !usable) {
+    warnings.warn("not using the kernel cache directory: " + usable.error() + "; compiling in memory only");
+    return nullptr;
+  }
+  return std::make_shared<const DiskCache>(where.dir);
+}
+
+} // namespace
+
+RuntimeState::RuntimeState(int ordinal_, RuntimeOptions options_)
+    : ordinal(ordinal_), options(std::move(options_)), warnings(options.warning_sink),
+      disk(open_disk_cache(options, warnings)), provider(disk, warnings) {}
+
+RuntimeState::~RuntimeState() {
+  // Loaded fusions unload their modules in their own contexts; the primary
+  // context goes last.
+  cache_.clear();
+  if (primary_) {
+    const runtime::DriverApi& api = driver();
+    api.cuDevicePrimaryCtxRelease_v2(device_->device);
+  }
+}
+
+const runtime::DeviceInfo& RuntimeState::device() {
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  if (!device_)
+    device_ = runtime::open_device(driver(), ordinal);
+  return *device_;
+}
+
+CUcontext RuntimeState::call_context() {
+  const runtime::DeviceInfo& info = device();
+  const runtime::DriverApi& api = driver();
+  CUcontext current = nullptr;
+  FUSEGEN_CU(api, cuCtxGetCurrent, &current);
+  if (current) {
+    CUdevice on = 0;
+    if (api.cuCtxGetDevice(&on) == CUDA_SUCCESS && on == info.device)
+      return current;
+  }
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  if (!primary_)
+    FUSEGEN_CU(api, cuDevicePrimaryCtxRetain, &primary_, info.device);
+  return primary_;
+}
+
+std::shared_ptr<runtime::LoadedFusion> RuntimeState::loaded(const FunctionState& function, const DimBindings& dims,
+                                                            CUcontext context) {
+  LoadKey key{context, function.fingerprint, function.fusion->name, {}, precision_of(*function.fusion)};
+  for (const auto& [symbol, value] : dims)
+    key.dims.push_back(value);
+
+  auto [loaded_fusion, built] = cache_.get(key, [&] { return build(function, dims, context); });
+  if (!built)
+    ++memory_hits;
+  return loaded_fusion;
+}
+
+std::shared_ptr<runtime::LoadedFusion> RuntimeState::build(const FunctionState& function, const DimBindings& dims,
+                                                           CUcontext context) {
+  const runtime::DeviceInfo& info = device();
+  runtime::KernelRequest request;
+  request.fusion = function.fusion;
+  request.fingerprint = function.fingerprint;
+  request.dims = dims;
+  request.precision = precision_of(*function.fusion);
+  request.arch = info.arch;
+  request.sources = &function.program->sources;
+  runtime::ProvidedKernels kernels = provider.provide(request);
+  try {
+    return load(kernels, info, context);
+  } catch (const RuntimeError& error) {
+    // An entry from disk that the driver refuses (e.g. written by another
+    // NVRTC) must not fail the call: rebuild it.
+    if (!kernels.from_disk || error.kind() != ErrorKind::Driver)
+      throw;
+    provider.reject(kernels, error.what());
+    kernels = provider.provide(request, /*read_disk=*/false);
+    return load(kernels, info, context);
+  }
+}
+
+std::shared_ptr<runtime::LoadedFusion> RuntimeState::load(const runtime::ProvidedKernels& kernels,
+                                                          const runtime::DeviceInfo& info, CUcontext context) {
+  try {
+    return std::make_shared<runtime::LoadedFusion>(driver(), context, info, kernels.entry, kernels.unit.concrete);
+  } catch (const RuntimeError& error) {
+    if (error.kind() != ErrorKind::Driver || kernels.from_disk)
+      throw;
+    // A fresh image the driver refuses is most often a driver older than NVRTC.
+    const runtime::NvrtcInfo& nvrtc = runtime::nvrtc_info();
+    throw RuntimeError(ErrorKind::Driver, std::string(error.what()) + " (loading " + kernels.key.target +
+                                              " code from NVRTC " + nvrtc.version() + "; the driver supports CUDA " +
+                                              std::to_string(info.driver_version / 1000) + "." +
+                                              std::to_string(info.driver_version % 1000 / 10) + ")");
+  }
+}
+
+Stats RuntimeState::stats() const {
+  Stats s;
+  s.calls = calls.load();
+  s.memory_hits = memory_hits.load();
+  const runtime::ProviderCounters& c = provider.counters();
+  s.generations = c.generations.load();
+  s.compiles = c.compiles.load();
+  s.disk_loads = c.disk_loads.load();
+  s.disk_writes = c.disk_writes.load();
+  s.disk_rejects = c.disk_rejects.load();
+  return s;
+}
+
+} // namespace fusegen

@@ -1,0 +1,327 @@
+#include "FakeCuda.h"
+
+#include <cuda.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string_view>
+
+namespace {
+
+std::mutex g_mutex;
+fakecuda::State g_state;
+std::map<CUdeviceptr, size_t> g_allocations; // start -> size
+struct FakeContext {
+  int device = 0;
+};
+FakeContext g_primary;
+thread_local std::vector<CUcontext> t_stack;
+struct FakeFunction {
+  std::string name;
+};
+struct FakeModule {
+  std::string image;
+  std::vector<std::unique_ptr<FakeFunction>> functions; // freed with the module
+};
+
+CUresult enter(const char* name) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_state.calls.push_back(name);
+  if (g_state.fail_function == name) {
+    g_state.fail_function.clear();
+    return static_cast<CUresult>(g_state.fail_result);
+  }
+  return CUDA_SUCCESS;
+}
+
+#define FAKE_ENTER(name)                                                                                               \
+  if (CUresult failed = enter(name); failed != CUDA_SUCCESS)                                                           \
+  return failed
+
+// The allocation containing [p, p + bytes), or end().
+std::map<CUdeviceptr, size_t>::iterator find_allocation(CUdeviceptr p, size_t bytes) {
+  auto it = g_allocations.upper_bound(p);
+  if (it == g_allocations.begin())
+    return g_allocations.end();
+  --it;
+  if (p + bytes > it->first + it->second)
+    return g_allocations.end();
+  return it;
+}
+
+} // namespace
+
+extern "C" fakecuda::State* fakecuda_state() { return &g_state; }
+
+extern "C" void fakecuda_reset() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_state.launches.clear();
+  g_state.calls.clear();
+  g_state.fail_function.clear();
+}
+
+extern "C" {
+
+// NVRTC opens libcuda.so.1 too and asks for private tables; the fake has none.
+CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid*) {
+  *table = nullptr;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult CUDAAPI cuInit(unsigned int) {
+  FAKE_ENTER("cuInit");
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDriverGetVersion(int* version) {
+  FAKE_ENTER("cuDriverGetVersion");
+  *version = 12040;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char** text) {
+  switch (error) {
+  case CUDA_ERROR_OUT_OF_MEMORY: *text = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+  case CUDA_ERROR_INVALID_IMAGE: *text = "CUDA_ERROR_INVALID_IMAGE"; break;
+  case CUDA_ERROR_NOT_FOUND: *text = "CUDA_ERROR_NOT_FOUND"; break;
+  case CUDA_ERROR_LAUNCH_FAILED: *text = "CUDA_ERROR_LAUNCH_FAILED"; break;
+  default: *text = "CUDA_ERROR_UNKNOWN"; break;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGetErrorString(CUresult, const char** text) {
+  *text = "fake driver error";
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  FAKE_ENTER("cuDeviceGetCount");
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+  FAKE_ENTER("cuDeviceGet");
+  if (ordinal != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
+  FAKE_ENTER("cuDeviceGetAttribute");
+  switch (attribute) {
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 232448; break;
+  default: *value = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetName(char* name, int length, CUdevice) {
+  FAKE_ENTER("cuDeviceGetName");
+  std::strncpy(name, "Fake GPU", static_cast<size_t>(length));
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice) {
+  FAKE_ENTER("cuDevicePrimaryCtxRetain");
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_state.primary_retains;
+  *context = reinterpret_cast<CUcontext>(&g_primary);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) {
+  FAKE_ENTER("cuDevicePrimaryCtxRelease_v2");
+  std::lock_guard<std::mutex> lock(g_mutex);
+  --g_state.primary_retains;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext* context) {
+  FAKE_ENTER("cuCtxGetCurrent");
+  *context = t_stack.empty() ? nullptr : t_stack.back();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
+  FAKE_ENTER("cuCtxGetDevice");
+  if (t_stack.empty())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  *device = reinterpret_cast<FakeContext*>(t_stack.back())->device;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxPushCurrent(CUcontext context) {
+  FAKE_ENTER("cuCtxPushCurrent_v2");
+  t_stack.push_back(context);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxPopCurrent(CUcontext* context) {
+  FAKE_ENTER("cuCtxPopCurrent_v2");
+  if (t_stack.empty())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (context)
+    *context = t_stack.back();
+  t_stack.pop_back();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxSynchronize() {
+  FAKE_ENTER("cuCtxSynchronize");
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamSynchronize(CUstream) {
+  FAKE_ENTER("cuStreamSynchronize");
+  return t_stack.empty() ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr* pointer, size_t bytes) {
+  FAKE_ENTER("cuMemAlloc_v2");
+  if (t_stack.empty())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (bytes > (size_t{1} << 32))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  void* memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  *pointer = reinterpret_cast<CUdeviceptr>(memory);
+  g_allocations[*pointer] = bytes;
+  ++g_state.live_allocations;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemFree(CUdeviceptr pointer) {
+  FAKE_ENTER("cuMemFree_v2");
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_allocations.erase(pointer))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::free(reinterpret_cast<void*>(pointer));
+  --g_state.live_allocations;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+  FAKE_ENTER("cuMemcpyHtoD_v2");
+  if (find_allocation(dst, bytes) == g_allocations.end())
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+  FAKE_ENTER("cuMemcpyDtoH_v2");
+  if (find_allocation(src, bytes) == g_allocations.end())
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream) {
+  FAKE_ENTER("cuMemcpyDtoDAsync_v2");
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemsetD32(CUdeviceptr dst, unsigned int value, size_t count) {
+  FAKE_ENTER("cuMemsetD32_v2");
+  if (find_allocation(dst, count * 4) == g_allocations.end())
+    return CUDA_ERROR_INVALID_VALUE;
+  auto* words = reinterpret_cast<unsigned int*>(dst);
+  for (size_t i = 0; i < count; ++i)
+    words[i] = value;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuPointerGetAttributes(unsigned int count, CUpointer_attribute* attributes, void** data,
+                                        CUdeviceptr pointer) {
+  FAKE_ENTER("cuPointerGetAttributes");
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = find_allocation(pointer, 1);
+  bool known = it != g_allocations.end();
+  for (unsigned i = 0; i < count; ++i) {
+    switch (attributes[i]) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *static_cast<unsigned*>(data[i]) = known ? CU_MEMORYTYPE_DEVICE : 0; break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<bool*>(data[i]) = false; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(data[i]) = known ? 0 : -2; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *static_cast<CUdeviceptr*>(data[i]) = known ? it->first : 0; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<size_t*>(data[i]) = known ? it->second : 0; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
+  FAKE_ENTER("cuModuleLoadData");
+  if (t_stack.empty())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  const char* bytes = static_cast<const char*>(image);
+  // A cubin is an ELF file; PTX is text with a .version directive.
+  bool cubin = std::memcmp(bytes,
+                           "\x7f"
+                           "ELF",
+                           4) == 0;
+  bool ptx = !cubin && std::string_view(bytes, strnlen(bytes, 1 << 20)).find(".version") != std::string_view::npos;
+  if (!cubin && !ptx)
+    return CUDA_ERROR_INVALID_IMAGE;
+  auto* loaded = new FakeModule;
+  // An ELF's size is its section header table's end: e_shoff + e_shnum * e_shentsize.
+  if (cubin) {
+    uint64_t shoff = 0;
+    uint16_t shentsize = 0, shnum = 0;
+    std::memcpy(&shoff, bytes + 0x28, 8);
+    std::memcpy(&shentsize, bytes + 0x3a, 2);
+    std::memcpy(&shnum, bytes + 0x3c, 2);
+    loaded->image.assign(bytes, shoff + static_cast<uint64_t>(shentsize) * shnum);
+  } else {
+    loaded->image.assign(bytes);
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_state.live_modules;
+  ++g_state.module_loads;
+  *module = reinterpret_cast<CUmodule>(loaded);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleUnload(CUmodule module) {
+  FAKE_ENTER("cuModuleUnload");
+  delete reinterpret_cast<FakeModule*>(module);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  --g_state.live_modules;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
+  FAKE_ENTER("cuModuleGetFunction");
+  // The symbol's name is in the image's string table (or the PTX text).
+  auto* loaded = reinterpret_cast<FakeModule*>(module);
+  if (loaded->image.find(name) == std::string::npos)
+    return CUDA_ERROR_NOT_FOUND;
+  loaded->functions.push_back(std::make_unique<FakeFunction>(FakeFunction{name}));
+  *function = reinterpret_cast<CUfunction>(loaded->functions.back().get());
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
+  FAKE_ENTER("cuFuncSetAttribute");
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                unsigned bz, unsigned shared, CUstream stream, void** params, void**) {
+  FAKE_ENTER("cuLaunchKernel");
+  if (t_stack.empty())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  fakecuda::Launch launch;
+  launch.kernel = reinterpret_cast<FakeFunction*>(function)->name;
+  launch.grid[0] = gx;
+  launch.grid[1] = gy;
+  launch.grid[2] = gz;
+  launch.block[0] = bx;
+  launch.block[1] = by;
+  launch.block[2] = bz;
+  launch.shared_bytes = shared;
+  launch.stream = stream;
+  launch.context = t_stack.back();
+  if (launch.kernel == "fusegen_fill") {
+    // fusegen_fill(float* data, float value, long long count)
+    CUdeviceptr data = *static_cast<CUdeviceptr*>(params[0]);
+    float value = *static_cast<float*>(params[1]);
+    long long count = *static_cast<long long*>(params[2]);
+    if (static_cast<unsigned long long>(gx) * bx < static_cast<unsigned long long>(count))
+      return CUDA_ERROR_LAUNCH_FAILED; // the grid would not cover the buffer
+    if (find_allocation(data, static_cast<size_t>(count) * 4) == g_allocations.end())
+      return CUDA_ERROR_LAUNCH_FAILED;
+    auto* floats = reinterpret_cast<float*>(data);
+    for (long long i = 0; i < count; ++i)
+      floats[i] = value;
+  } else {
+    const auto* block = static_cast<const unsigned char*>(params[0]);
+    launch.params.assign(block, block + 320);
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_state.launches.push_back(std::move(launch));
+  return CUDA_SUCCESS;
+}
+
+} // extern "C"

@@ -1,0 +1,40 @@
+// A fake CUDA driver (libcuda.so.1) for testing the runtime's driver-API code
+// without a GPU: device memory is host memory, contexts are a per-thread
+// stack, modules must look like a cubin or PTX and contain the kernel names
+// asked for, `fusegen_fill` launches are carried out, other launches are
+// recorded (their kernels cannot run). Tests load it before the runtime
+// opens "libcuda.so.1", which then resolves to it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fakecuda {
+
+struct Launch {
+  std::string kernel;
+  unsigned grid[3] = {0, 0, 0};
+  unsigned block[3] = {0, 0, 0};
+  unsigned shared_bytes = 0;
+  void* stream = nullptr;
+  void* context = nullptr;
+  std::vector<unsigned char> params; // FusegenArgs (320 bytes) for generated kernels
+};
+
+struct State {
+  std::vector<Launch> launches;
+  std::vector<std::string> calls; // every entry point called, in order
+  int live_allocations = 0;
+  int live_modules = 0;
+  int primary_retains = 0; // retains minus releases
+  int module_loads = 0;
+  std::string fail_function; // the next call of this entry point fails...
+  int fail_result = 0;       // ...with this CUresult
+};
+
+} // namespace fakecuda
+
+// Exported by the fake library; found with dlsym.
+extern "C" fakecuda::State* fakecuda_state();
+extern "C" void fakecuda_reset();

@@ -1,0 +1,412 @@
+// The runtime's driver-API side against a fake libcuda (FakeCuda.h), so it is
+// tested on machines without a GPU: the launch sequence matches the plan and
+// the generated launcher (fills, grids, FusegenArgs), workspaces per stream,
+// contexts left as found, pointer checks, driver errors naming the call,
+// a cache entry the driver refuses, output copies, and every resource freed.
+#include "FakeCuda.h"
+
+#include "CacheEntry.h"
+#include "DriverApi.h"
+#include "Generate.h"
+#include "LaunchPlan.h"
+
+#include "support/TestSupport.h"
+
+#include "fusegen/Runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+namespace fusegen {
+namespace {
+
+using testing::TempDir;
+using testing::WarningLog;
+
+fakecuda::State* g_fake = nullptr;
+void (*g_reset)() = nullptr;
+void reset_fake() { g_reset(); }
+
+struct FusegenArgsHost {
+  unsigned long long buf[32];
+  long long dim[8];
+};
+
+FusegenArgsHost args_of(const fakecuda::Launch& launch) {
+  FusegenArgsHost args{};
+  EXPECT_EQ(launch.params.size(), sizeof args);
+  std::memcpy(&args, launch.params.data(), std::min(sizeof args, launch.params.size()));
+  return args;
+}
+
+class FakeDriver : public ::testing::Test {
+protected:
+  void SetUp() override {
+    reset_fake();
+    baseline_allocations_ = g_fake->live_allocations;
+  }
+  void TearDown() override {
+    // Everything the runtimes of a test allocated is gone with them.
+    EXPECT_EQ(g_fake->live_allocations, baseline_allocations_);
+    EXPECT_EQ(g_fake->live_modules, 0);
+    EXPECT_EQ(g_fake->primary_retains, 0);
+  }
+  RuntimeOptions options() {
+    RuntimeOptions o;
+    o.cache_dir = cache_.path();
+    o.warning_sink = log_.sink();
+    return o;
+  }
+  std::vector<fakecuda::Launch> kernel_launches() const {
+    std::vector<fakecuda::Launch> out;
+    for (const fakecuda::Launch& l : g_fake->launches)
+      if (l.kernel != "fusegen_fill")
+        out.push_back(l);
+    return out;
+  }
+  size_t count_calls(const std::string& name) const {
+    return static_cast<size_t>(std::count(g_fake->calls.begin(), g_fake->calls.end(), name));
+  }
+
+  TempDir cache_;
+  WarningLog log_;
+  int baseline_allocations_ = 0;
+};
+
+// Device tensors for every argument and output of a specialized fusion.
+struct Tensors {
+  std::vector<DeviceBuffer> memory;
+  std::vector<TensorArg> args;
+  std::vector<TensorOut> outs;
+  Tensors(Runtime& rt, const Fusion& concrete) {
+    for (ValueId id : concrete.arguments) {
+      const Value& v = concrete.value(id);
+      std::vector<int64_t> shape;
+      for (const Dim& d : v.type.shape)
+        shape.push_back(d.value());
+      memory.push_back(rt.allocate(static_cast<size_t>(numel_of(shape)) * 4));
+      args.push_back({v.name, memory.back().data(), shape});
+    }
+    for (const FusionOutput& o : concrete.outputs) {
+      std::vector<int64_t> shape;
+      for (const Dim& d : concrete.value(o.value).type.shape)
+        shape.push_back(d.value());
+      memory.push_back(rt.allocate(static_cast<size_t>(numel_of(shape)) * 4));
+      outs.push_back({o.name, memory.back().data(), shape});
+    }
+  }
+};
+
+Fusion specialized(const testing::LoadedModule& loaded, int64_t n) {
+  Diagnostics diags;
+  std::optional<Fusion> concrete = specialize(loaded.fusion(), {{"N", n}}, diags);
+  EXPECT_TRUE(concrete) << diags.render(loaded.sources);
+  return concrete ? *concrete : Fusion{};
+}
+
+// Every KernelBench chain: the launches are the plan's, with the arguments
+// the generated host launcher would pass.
+TEST_F(FakeDriver, LaunchesFollowThePlan) {
+  for (const std::string& spec : testing::kernelbench_specs()) {
+    SCOPED_TRACE(spec);
+    reset_fake();
+    auto loaded = testing::load_module(testing::read_text(testing::source_path(spec)), spec);
+    ASSERT_TRUE(loaded);
+    const int64_t n = 8;
+    Fusion concrete = specialized(*loaded, n);
+    runtime::GeneratedUnit unit =
+        runtime::generate_unit(loaded->fusion(), {{"N", n}}, loaded->fusion().precision, 90, &loaded->sources);
+    const runtime::LaunchPlan& plan = unit.launch;
+
+    Runtime rt(0, options());
+    Function f = rt.load_file(testing::source_path(spec)).function(loaded->fusion().name);
+    Tensors t(rt, concrete);
+    void* stream = reinterpret_cast<void*>(0x5000);
+    reset_fake();
+    f.call(t.args, t.outs, stream);
+
+    std::vector<fakecuda::Launch> kernels = kernel_launches();
+    ASSERT_EQ(kernels.size(), plan.kernels.size());
+    size_t fills = 0;
+    for (const auto& k : plan.kernels)
+      fills += k.fills.size();
+    EXPECT_EQ(g_fake->launches.size(), plan.kernels.size() + fills);
+    unsigned long long workspace = 0;
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      const runtime::KernelLaunchPlan& expected = plan.kernels[k];
+      const fakecuda::Launch& got = kernels[k];
+      EXPECT_EQ(got.kernel, expected.name);
+      for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(got.grid[i], static_cast<unsigned>(expected.grid[static_cast<size_t>(i)]));
+      EXPECT_EQ(got.block[0], static_cast<unsigned>(expected.block));
+      EXPECT_EQ(got.shared_bytes, static_cast<unsigned>(expected.shared_bytes));
+      EXPECT_EQ(got.stream, stream);
+      FusegenArgsHost args = args_of(got);
+      for (size_t b = 0; b < plan.buffers.size(); ++b) {
+        const runtime::BufferBinding& binding = plan.buffers[b];
+        if (binding.role == runtime::BufferBinding::Role::Workspace)
+          continue;
+        const void* want = nullptr;
+        for (const TensorArg& a : t.args)
+          if (a.name == binding.name && binding.role == runtime::BufferBinding::Role::Argument)
+            want = a.data;
+        for (const TensorOut& o : t.outs)
+          if (o.name == binding.name && binding.role == runtime::BufferBinding::Role::Output)
+            want = o.data;
+        EXPECT_EQ(args.buf[b], reinterpret_cast<uintptr_t>(want)) << "buffer " << binding.name;
+      }
+      for (const runtime::WorkspaceBinding& slot : plan.workspace) {
+        unsigned long long base = args.buf[slot.buffer] - static_cast<unsigned long long>(slot.offset);
+        if (workspace == 0)
+          workspace = base;
+        EXPECT_EQ(base, workspace) << "workspace buffer " << slot.buffer << " of kernel " << k;
+      }
+      for (size_t b = plan.buffers.size(); b < 32; ++b)
+        EXPECT_EQ(args.buf[b], 0u);
+    }
+    if (plan.workspace_bytes > 0) {
+      EXPECT_NE(workspace, 0u);
+      EXPECT_EQ(workspace % 256, 0u);
+    }
+    // Fills run right before their kernel and write their buffer.
+    size_t position = 0;
+    for (const runtime::KernelLaunchPlan& k : plan.kernels) {
+      for (const runtime::FillLaunch& fill : k.fills) {
+        const fakecuda::Launch& l = g_fake->launches.at(position++);
+        EXPECT_EQ(l.kernel, "fusegen_fill");
+        EXPECT_EQ(l.stream, stream);
+        EXPECT_EQ(l.block[0], 256u);
+        EXPECT_GE(static_cast<long long>(l.grid[0]) * 256, fill.count);
+      }
+      EXPECT_EQ(g_fake->launches.at(position++).kernel, k.name);
+    }
+    // The caller's thread has no context before or after.
+    CUcontext current = reinterpret_cast<CUcontext>(0x1);
+    runtime::driver().cuCtxGetCurrent(&current);
+    EXPECT_EQ(current, nullptr);
+    EXPECT_EQ(count_calls("cuCtxPushCurrent_v2"), count_calls("cuCtxPopCurrent_v2"));
+  }
+}
+
+TEST_F(FakeDriver, SecondCallOnlyLaunches) {
+  auto loaded = testing::load_module(testing::kElementwiseSpec);
+  Runtime rt(0, options());
+  Function f = rt.load_string(testing::kElementwiseSpec).function("scale_relu");
+  Tensors t(rt, specialized(*loaded, 64));
+  const int loads_before = g_fake->module_loads;
+  f.call(t.args, t.outs);
+  EXPECT_EQ(g_fake->module_loads, loads_before + 1);
+  reset_fake();
+  f.call(t.args, t.outs);
+  EXPECT_EQ(count_calls("cuModuleLoadData"), 0u);
+  EXPECT_EQ(count_calls("cuMemAlloc_v2"), 0u);
+  EXPECT_EQ(count_calls("cuLaunchKernel"), 1u);
+  EXPECT_EQ(rt.stats().compiles, 1u);
+  EXPECT_EQ(rt.stats().memory_hits, 1u);
+  EXPECT_EQ(rt.stats().calls, 2u);
+}
+
+TEST_F(FakeDriver, WorkspacePerStreamAndThread) {
+  const std::string spec = "specs/kernelbench/small/39_gemm_scale_batchnorm.fg";
+  auto loaded = testing::load_module(testing::read_text(testing::source_path(spec)), spec);
+  runtime::GeneratedUnit unit =
+      runtime::generate_unit(loaded->fusion(), {{"N", 16}}, Precision::Strict, 90, &loaded->sources);
+  ASSERT_GT(unit.launch.workspace_bytes, 0);
+  Runtime rt(0, options());
+  Function f = rt.load_file(testing::source_path(spec)).function(loaded->fusion().name);
+  Tensors t(rt, specialized(*loaded, 16));
+  int before = g_fake->live_allocations;
+  auto* a = reinterpret_cast<void*>(0x1000);
+  auto* b = reinterpret_cast<void*>(0x2000);
+  f.call(t.args, t.outs, a);
+  f.call(t.args, t.outs, a);
+  EXPECT_EQ(g_fake->live_allocations, before + 1);
+  f.call(t.args, t.outs, b);
+  EXPECT_EQ(g_fake->live_allocations, before + 2);
+  auto* per_thread = reinterpret_cast<void*>(0x2); // CU_STREAM_PER_THREAD
+  std::thread([&] { f.call(t.args, t.outs, per_thread); }).join();
+  std::thread([&] { f.call(t.args, t.outs, per_thread); }).join();
+  EXPECT_EQ(g_fake->live_allocations, before + 4);
+}
+
+TEST_F(FakeDriver, PointerChecks) {
+  auto loaded = testing::load_module(testing::kElementwiseSpec);
+  Runtime rt(0, options());
+  Function f = rt.load_string(testing::kElementwiseSpec).function("scale_relu");
+  Tensors t(rt, specialized(*loaded, 64));
+  auto error = [&](const std::vector<TensorArg>& args, const std::vector<TensorOut>& outs) {
+    try {
+      f.call(args, outs);
+    } catch (const RuntimeError& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Argument);
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  alignas(16) static float host[64 * 64];
+  auto args = t.args;
+  args[0].data = host;
+  EXPECT_NE(error(args, t.outs).find("tensor 'x' at 0x"), std::string::npos);
+  EXPECT_NE(error(args, t.outs).find("is not CUDA memory"), std::string::npos);
+  DeviceBuffer small = rt.allocate(64 * 4);
+  args = t.args;
+  args[0].data = small.data();
+  EXPECT_NE(error(args, t.outs).find("extends past the end of its allocation (256 bytes at"), std::string::npos);
+  EXPECT_EQ(error(t.args, t.outs), "(no error)");
+  RuntimeOptions unchecked = options();
+  unchecked.check_pointers = false;
+  Runtime trusting(0, unchecked);
+  args = t.args;
+  args[0].data = host;
+  EXPECT_NO_THROW(trusting.load_string(testing::kElementwiseSpec).function("scale_relu").call(args, t.outs));
+}
+
+TEST_F(FakeDriver, DriverErrorsNameTheCall) {
+  auto loaded = testing::load_module(testing::kElementwiseSpec);
+  Runtime rt(0, options());
+  Function f = rt.load_string(testing::kElementwiseSpec).function("scale_relu");
+  Tensors t(rt, specialized(*loaded, 64));
+  g_fake->fail_function = "cuLaunchKernel";
+  g_fake->fail_result = CUDA_ERROR_LAUNCH_FAILED;
+  try {
+    f.call(t.args, t.outs);
+    FAIL() << "expected an error";
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Driver);
+    EXPECT_STREQ(e.what(), "cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED (fake driver error)");
+  }
+  f.call(t.args, t.outs); // the runtime is still usable
+  try {
+    (void)rt.allocate(size_t{1} << 40);
+    FAIL() << "expected an error";
+  } catch (const RuntimeError& e) {
+    EXPECT_STREQ(e.what(), "cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (fake driver error)");
+  }
+  RuntimeOptions o = options();
+  try {
+    (void)Runtime(3, o).device_name();
+    FAIL() << "expected an error";
+  } catch (const RuntimeError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::NoDriver);
+    EXPECT_STREQ(e.what(), "no CUDA device 3 (this machine has 1)");
+  }
+}
+
+// A well-formed entry whose image the driver refuses: one warning, rebuilt.
+TEST_F(FakeDriver, EntryTheDriverRefusesIsRebuilt) {
+  auto loaded = testing::load_module(testing::kElementwiseSpec);
+  {
+    Runtime warm(0, options());
+    Tensors t(warm, specialized(*loaded, 32));
+    warm.load_string(testing::kElementwiseSpec).function("scale_relu").call(t.args, t.outs);
+  }
+  std::string entry;
+  for (const auto& file : std::filesystem::directory_iterator(cache_.path()))
+    entry = file.path().string();
+  Result<runtime::CacheEntry> decoded = runtime::decode_entry(testing::read_text(entry));
+  ASSERT_TRUE(decoded);
+  decoded.value().image = std::string(512, 'Z');
+  testing::write_text(entry, runtime::encode_entry(decoded.value()));
+
+  Runtime rt(0, options());
+  Tensors t(rt, specialized(*loaded, 32));
+  rt.load_string(testing::kElementwiseSpec).function("scale_relu").call(t.args, t.outs);
+  EXPECT_EQ(rt.stats().disk_loads, 1u);
+  EXPECT_EQ(rt.stats().disk_rejects, 1u);
+  EXPECT_EQ(rt.stats().compiles, 1u);
+  ASSERT_EQ(log_.count(), 1u);
+  EXPECT_NE(log_.lines()[0].find("cuModuleLoadData: CUDA_ERROR_INVALID_IMAGE"), std::string::npos) << log_.lines()[0];
+  Result<runtime::CacheEntry> rewritten = runtime::decode_entry(testing::read_text(entry));
+  ASSERT_TRUE(rewritten);
+  EXPECT_EQ(rewritten.value().image.substr(1, 3), "ELF");
+}
+
+TEST_F(FakeDriver, CallerContextIsUsedAndLeftCurrent) {
+  auto loaded = testing::load_module(testing::kElementwiseSpec);
+  const runtime::DriverApi& api = runtime::driver();
+  CUcontext primary = nullptr;
+  ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&primary, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxPushCurrent_v2(primary), CUDA_SUCCESS);
+  {
+    Runtime rt(0, options());
+    Tensors t(rt, specialized(*loaded, 64));
+    reset_fake();
+    rt.load_string(testing::kElementwiseSpec).function("scale_relu").call(t.args, t.outs);
+    EXPECT_EQ(count_calls("cuCtxPushCurrent_v2"), 0u); // already current: nothing pushed
+    ASSERT_EQ(kernel_launches().size(), 1u);
+    EXPECT_EQ(kernel_launches()[0].context, primary);
+  }
+  CUcontext current = nullptr;
+  api.cuCtxGetCurrent(&current);
+  EXPECT_EQ(current, primary);
+  api.cuCtxPopCurrent_v2(&current);
+  api.cuDevicePrimaryCtxRelease_v2(0);
+}
+
+TEST_F(FakeDriver, ZeroSizeCallsTouchNothing) {
+  Runtime rt(0, options());
+  Function f = rt.load_string(testing::kElementwiseSpec).function("scale_relu");
+  DeviceBuffer s = rt.allocate(64 * 4);
+  reset_fake();
+  f.call({{"x", nullptr, {0, 64}}, {"s", s.data(), {64}}}, {{"y", nullptr, {0, 64}}});
+  EXPECT_TRUE(g_fake->calls.empty());
+}
+
+// Outputs without a buffer of their own (an argument, or another output's
+// value) are copied after the kernels.
+TEST_F(FakeDriver, OutputsSharingAValueAreCopied) {
+  const char* spec = "fusion idy {\n  input x : f32[N, 4]\n  h = relu(x)\n  output y = x\n  output a = h\n"
+                     "  output b = h\n}\n";
+  auto loaded = testing::load_module(spec);
+  Runtime rt(0, options());
+  Function f = rt.load_string(spec).function("idy");
+  Tensors t(rt, specialized(*loaded, 2));
+  std::vector<float> x = {1, -2, 3, -4, 5, -6, 7, -8};
+  rt.copy_to_device(t.memory[0].data(), x.data(), 32);
+  std::vector<float> a = {9, 9, 9, 9, 9, 9, 9, 9}; // stands in for the kernel's result
+  rt.copy_to_device(t.outs[1].data, a.data(), 32);
+  f.call(t.args, t.outs);
+  std::vector<float> y(8), b(8);
+  rt.copy_to_host(y.data(), t.outs[0].data, 32);
+  rt.copy_to_host(b.data(), t.outs[2].data, 32);
+  EXPECT_EQ(y, x);
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(count_calls("cuMemcpyDtoDAsync_v2"), 2u);
+}
+
+// `fusegen run --device --compare` end to end on the fake: the pipeline runs,
+// and since no kernel really runs the NaN-poisoned outputs fail the compare.
+TEST_F(FakeDriver, CliDeviceRunWithPoisonedOutputs) {
+  std::string spec = testing::source_path("specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg");
+  testing::CommandResult run = testing::run_command(
+      "env -u FUSEGEN_CACHE LD_LIBRARY_PATH='" FUSEGEN_FAKE_CUDA_DIR "' FUSEGEN_CACHE_DIR='" + cache_.path() + "' '" +
+      testing::cli_path() + "' run '" + spec + "' --device --dims N=16 --compare");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("on Fake GPU (sm_90, driver 12040)"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("kernels: 1 compiled, 0 from the disk cache"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("compare output y: max_abs_err=0 max_rel_err=0 mismatches=4096/4096"), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("result: FAIL"), std::string::npos) << run.output;
+}
+
+} // namespace
+} // namespace fusegen
+
+int main(int argc, char** argv) {
+  // Loaded first, the fake is what the runtime's dlopen("libcuda.so.1") finds.
+  void* fake = dlopen(FUSEGEN_FAKE_CUDA_PATH, RTLD_NOW | RTLD_GLOBAL);
+  if (!fake) {
+    std::fprintf(stderr, "cannot load the fake driver %s: %s\n", FUSEGEN_FAKE_CUDA_PATH, dlerror());
+    return 1;
+  }
+  auto state = reinterpret_cast<fakecuda::State* (*)()>(dlsym(fake, "fakecuda_state"));
+  fusegen::g_fake = state();
+  fusegen::g_reset = reinterpret_cast<void (*)()>(dlsym(fake, "fakecuda_reset"));
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

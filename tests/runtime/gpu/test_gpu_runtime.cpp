@@ -1,0 +1,260 @@
+// The runtime on a GPU: in-memory caching, concurrent first calls, the disk
+// cache across processes, recovery from bad entries, pointer checks and
+// context handling. Skips without a GPU.
+#include "CacheEntry.h"
+#include "DriverApi.h"
+
+#include "support/GpuSupport.h"
+#include "support/TestSupport.h"
+
+#include "fusegen/RandomInputs.h"
+#include "fusegen/Warmup.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+namespace fusegen {
+namespace {
+
+using testing::TempDir;
+using testing::WarningLog;
+
+const std::string kSmall62 = "specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg";
+
+class GpuRuntime : public ::testing::Test {
+protected:
+  void SetUp() override {
+    FUSEGEN_SKIP_WITHOUT_GPU();
+    loaded_ = testing::load_module(testing::kElementwiseSpec, "act.fg");
+    ASSERT_TRUE(loaded_);
+  }
+
+  RuntimeOptions options() {
+    RuntimeOptions o;
+    o.cache_dir = cache_.path();
+    o.warning_sink = log_.sink();
+    return o;
+  }
+
+  Fusion concrete(int64_t n) const {
+    Diagnostics diags;
+    return *specialize(loaded_->fusion(), {{"N", n}}, diags);
+  }
+
+  // Runs the elementwise fusion and checks y = relu(x * s) + 1 exactly.
+  void run_and_check(Runtime& rt, int64_t n, void* stream = nullptr) {
+    Function f = rt.load_string(testing::kElementwiseSpec, "act.fg").function("scale_relu");
+    Fusion c = concrete(n);
+    std::map<std::string, HostTensor> inputs = make_random_arguments(c, 3);
+    testing::DeviceResult got = testing::run_on_device(rt, f, c, inputs, stream);
+    const HostTensor& x = inputs.at("x");
+    const HostTensor& s = inputs.at("s");
+    const std::vector<float>& y = got.outputs.at("y");
+    ASSERT_EQ(y.size(), x.data.size());
+    for (size_t i = 0; i < y.size(); ++i) {
+      float h = static_cast<float>(x.data[i]) * static_cast<float>(s.data[i % 64]);
+      ASSERT_EQ(y[i], (h > 0 ? h : 0.0f) + 1.0f) << "element " << i;
+    }
+  }
+
+  std::string only_entry() const {
+    std::string path;
+    for (const auto& entry : std::filesystem::directory_iterator(cache_.path()))
+      path = entry.path().string();
+    return path;
+  }
+
+  TempDir cache_;
+  WarningLog log_;
+  std::unique_ptr<testing::LoadedModule> loaded_;
+};
+
+TEST_F(GpuRuntime, SecondCallCompilesNothing) {
+  Runtime rt(0, options());
+  run_and_check(rt, 256);
+  Stats first = rt.stats();
+  EXPECT_EQ(first.compiles, 1u);
+  EXPECT_EQ(first.generations, 1u);
+  EXPECT_EQ(first.calls, 1u);
+  run_and_check(rt, 256);
+  Stats second = rt.stats();
+  EXPECT_EQ(second.compiles, 1u);
+  EXPECT_EQ(second.generations, 1u);
+  EXPECT_EQ(second.disk_loads, 0u);
+  EXPECT_EQ(second.memory_hits, first.memory_hits + 1);
+  EXPECT_EQ(second.calls, 2u);
+  // Another shape is another compilation.
+  run_and_check(rt, 100);
+  EXPECT_EQ(rt.stats().compiles, 2u);
+  EXPECT_EQ(log_.count(), 0u);
+}
+
+TEST_F(GpuRuntime, ConcurrentFirstCallsCompileOnce) {
+  Runtime rt(0, options());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] { run_and_check(rt, 512); });
+  for (std::thread& t : threads)
+    t.join();
+  EXPECT_EQ(rt.stats().compiles, 1u);
+  EXPECT_EQ(rt.stats().calls, 8u);
+  // Different keys build side by side.
+  threads.clear();
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] { run_and_check(rt, 1000 + i); });
+  for (std::thread& t : threads)
+    t.join();
+  EXPECT_EQ(rt.stats().compiles, 5u);
+}
+
+TEST_F(GpuRuntime, PerThreadDefaultStream) {
+  Runtime rt(0, options());
+  void* per_thread = reinterpret_cast<void*>(0x2); // CU_STREAM_PER_THREAD
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&] { run_and_check(rt, 300, per_thread); });
+  for (std::thread& t : threads)
+    t.join();
+  EXPECT_EQ(rt.stats().calls, 4u);
+}
+
+TEST_F(GpuRuntime, WarmedCacheServesAFreshRuntime) {
+  {
+    Runtime rt(0, options());
+    WarmupOptions warm;
+    warm.arch = rt.arch();
+    warm.cache_dir = cache_.path();
+    WarmupReport report = warmup(loaded_->module, loaded_->sources, {{{"N", 64}}}, warm);
+    ASSERT_EQ(report.count(WarmupOutcome::Compiled), 1u) << report.items[0].error;
+  }
+  Runtime rt(0, options());
+  run_and_check(rt, 64);
+  EXPECT_EQ(rt.stats().compiles, 0u);
+  EXPECT_EQ(rt.stats().disk_loads, 1u);
+}
+
+// A warmed cache serves another process: the CLI, run as a child.
+TEST_F(GpuRuntime, WarmedCacheServesAChildProcess) {
+  Runtime rt(0, options());
+  std::string spec = testing::source_path(kSmall62);
+  std::string env = "env -u FUSEGEN_CACHE FUSEGEN_CACHE_DIR='" + cache_.path() + "' '" + testing::cli_path() + "' ";
+  testing::CommandResult warm =
+      testing::run_command(env + "warmup '" + spec + "' --dims N=128 --arch sm_" + std::to_string(rt.arch()));
+  ASSERT_EQ(warm.exit_code, 0) << warm.output;
+  EXPECT_NE(warm.output.find("1 compiled"), std::string::npos) << warm.output;
+  testing::CommandResult run = testing::run_command(env + "run '" + spec + "' --device --dims N=128 --compare");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("kernels: 0 compiled, 1 from the disk cache"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("result: pass"), std::string::npos) << run.output;
+}
+
+TEST_F(GpuRuntime, CorruptEntryIsRebuiltOnTheGpu) {
+  {
+    Runtime warm(0, options());
+    run_and_check(warm, 128);
+  }
+  std::string entry = only_entry();
+  std::string bytes = testing::read_text(entry);
+  bytes[bytes.size() - 64] ^= 0x10; // in the cubin
+  testing::write_text(entry, bytes);
+
+  Runtime rt(0, options());
+  run_and_check(rt, 128);
+  EXPECT_EQ(rt.stats().disk_rejects, 1u);
+  EXPECT_EQ(rt.stats().compiles, 1u);
+  ASSERT_EQ(log_.count(), 1u);
+  EXPECT_NE(log_.lines()[0].find("checksum mismatch"), std::string::npos) << log_.lines()[0];
+  Runtime again(0, options());
+  run_and_check(again, 128);
+  EXPECT_EQ(again.stats().disk_loads, 1u);
+}
+
+// An entry that is well formed but that the driver refuses to load (say,
+// from a newer NVRTC): rebuilt, not a failed call.
+TEST_F(GpuRuntime, EntryTheDriverRefusesIsRebuilt) {
+  {
+    Runtime warm(0, options());
+    run_and_check(warm, 128);
+  }
+  std::string entry = only_entry();
+  Result<runtime::CacheEntry> decoded = runtime::decode_entry(testing::read_text(entry));
+  ASSERT_TRUE(decoded);
+  decoded.value().image = std::string(4096, '\x42');
+  testing::write_text(entry, runtime::encode_entry(decoded.value()));
+
+  Runtime rt(0, options());
+  run_and_check(rt, 128);
+  EXPECT_EQ(rt.stats().disk_loads, 1u);
+  EXPECT_EQ(rt.stats().disk_rejects, 1u);
+  EXPECT_EQ(rt.stats().compiles, 1u);
+  ASSERT_EQ(log_.count(), 1u);
+  EXPECT_NE(log_.lines()[0].find("cuModuleLoadData"), std::string::npos) << log_.lines()[0];
+}
+
+TEST_F(GpuRuntime, PointersAreCheckedWithTheDriver) {
+  Runtime rt(0, options());
+  Function f = rt.load_string(testing::kElementwiseSpec, "act.fg").function("scale_relu");
+  DeviceBuffer x = rt.allocate(64 * 64 * 4), s = rt.allocate(64 * 4), y = rt.allocate(64 * 64 * 4);
+  auto message = [&](const std::vector<TensorArg>& args, const std::vector<TensorOut>& outs) {
+    try {
+      f.call(args, outs);
+    } catch (const RuntimeError& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::Argument) << error.what();
+      return std::string(error.what());
+    }
+    return std::string("(no error)");
+  };
+  alignas(16) static float host[64 * 64];
+  EXPECT_NE(
+      message({{"x", host, {64, 64}}, {"s", s.data(), {64}}}, {{"y", y.data(), {64, 64}}}).find("is not CUDA memory"),
+      std::string::npos);
+  EXPECT_NE(message({{"x", x.data(), {65, 64}}, {"s", s.data(), {64}}}, {{"y", y.data(), {65, 64}}})
+                .find("extends past the end of its allocation"),
+            std::string::npos);
+  EXPECT_EQ(message({{"x", x.data(), {64, 64}}, {"s", s.data(), {64}}}, {{"y", y.data(), {64, 64}}}), "(no error)");
+  EXPECT_EQ(rt.stats().calls, 1u);
+}
+
+TEST_F(GpuRuntime, CallerContextStackIsUnchanged) {
+  const runtime::DriverApi& api = runtime::driver();
+  std::thread([&] {
+    CUcontext before = reinterpret_cast<CUcontext>(0x1);
+    ASSERT_EQ(api.cuCtxGetCurrent(&before), CUDA_SUCCESS);
+    EXPECT_EQ(before, nullptr);
+    Runtime rt(0, options());
+    run_and_check(rt, 64);
+    CUcontext after = reinterpret_cast<CUcontext>(0x1);
+    ASSERT_EQ(api.cuCtxGetCurrent(&after), CUDA_SUCCESS);
+    EXPECT_EQ(after, nullptr); // the primary context was pushed and popped
+
+    // With the caller's context current, the runtime works in it.
+    CUdevice device = 0;
+    CUcontext primary = nullptr;
+    ASSERT_EQ(api.cuDeviceGet(&device, 0), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&primary, device), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuCtxPushCurrent_v2(primary), CUDA_SUCCESS);
+    run_and_check(rt, 64);
+    CUcontext current = nullptr;
+    ASSERT_EQ(api.cuCtxGetCurrent(&current), CUDA_SUCCESS);
+    EXPECT_EQ(current, primary);
+    CUcontext popped = nullptr;
+    api.cuCtxPopCurrent_v2(&popped);
+    api.cuDevicePrimaryCtxRelease_v2(device);
+  }).join();
+}
+
+TEST_F(GpuRuntime, PrepareLoadsWithoutLaunching) {
+  Runtime rt(0, options());
+  Function f = rt.load_string(testing::kElementwiseSpec, "act.fg").function("scale_relu");
+  f.prepare({{"N", 640}});
+  EXPECT_EQ(rt.stats().compiles, 1u);
+  EXPECT_EQ(rt.stats().calls, 0u);
+  run_and_check(rt, 640);
+  EXPECT_EQ(rt.stats().compiles, 1u);
+}
+
+} // namespace
+} // namespace fusegen
