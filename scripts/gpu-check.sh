@@ -7,13 +7,19 @@
 #      chains at both shape sets (v0.1 in specs/kernelbench, v0 in
 #      specs/kernelbench/small), strict and tf32, against the float64
 #      reference interpreter;
-#   4. checks that a warmed disk cache makes a fresh process compile nothing;
+#   4. if python3 can import torch with CUDA: runs scripts/torch_reference.py
+#      (PyTorch on the GPU, fp32, TF32 off) and then `fusegen run --device
+#      --inputs DIR --expect DIR` for the four chains at both shape sets at
+#      KernelBench's batch sizes, with the same weights and inputs, strict
+#      precision, allclose(atol=1e-4, rtol=1e-4), running stats included;
+#   5. checks that a warmed disk cache makes a fresh process compile nothing;
 # and writes a short report to bench/results/gpu-check-<gpu>.md.
 #
 # usage: scripts/gpu-check.sh
 # Environment: FUSEGEN_JOBS (build jobs, 16), FUSEGEN_GPU_BUILD_DIR
 # (./build-gpu), FUSEGEN_CHECK_N_V01 (batch for the v0.1 shapes, 32: their
-# CPU reference is slow at the KernelBench sizes), FUSEGEN_CHECK_N_SMALL (128).
+# CPU reference is slow at the KernelBench sizes), FUSEGEN_CHECK_N_SMALL (128),
+# PYTHON (python3, for the PyTorch step).
 # Exits 0 when everything passed, 1 otherwise.
 set -uo pipefail
 
@@ -107,6 +113,50 @@ for spec in "$root"/specs/kernelbench/*.fg "$root"/specs/kernelbench/small/*.fg;
   done
 done
 
+echo "== against PyTorch on the GPU"
+# One row per compared tensor: chain | shapes | N | tensor | abs | rel | mismatches | result
+python=${PYTHON:-python3}
+torch_table=$work/torch-table.md
+: >"$torch_table"
+torch_status="skipped: $python cannot import torch with CUDA available"
+if "$python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  torch_dir=$work/torch
+  if "$python" "$root/scripts/torch_reference.py" --out "$torch_dir" --shapes both --seed 0 >"$work/torch-reference.log" 2>&1; then
+    torch_status="$(head -1 "$work/torch-reference.log")"
+    cat "$work/torch-reference.log"
+    # manifest.tsv: shapes, chain, spec, N, folder with inputs/ and expected/
+    while IFS=$'\t' read -r shapes chain spec n folder; do
+      case $shapes in small) set_name=v0-small ;; *) set_name=$shapes ;; esac
+      log=$work/torch-$set_name-$chain.log
+      "$fusegen" run "$spec" --device --dims "N=$n" --precision strict --inputs "$folder/inputs" \
+        --expect "$folder/expected" </dev/null >"$log" 2>&1
+      rc=$?
+      result=pass
+      ((rc == 0)) || { result=FAIL; overall=FAIL; }
+      echo "$set_name $chain N=$n against PyTorch: $result"
+      if grep -q '^compare ' "$log"; then
+        sed -n 's/^compare \([a-z]*\) \([^:]*\): max_abs_err=\([^ ]*\) max_rel_err=\([^ ]*\) mismatches=\([^ ]*\) .*: \(.*\)$/\1 \2 \3 \4 \5 \6/p' "$log" |
+          while read -r kind tensor abs rel mismatches ok; do
+            echo "| $chain | $set_name | $n | $kind $tensor | $abs | $rel | $mismatches | $ok |" >>"$torch_table"
+          done
+        ((rc == 0)) || grep -A1 '^compare .*FAIL$' "$log" | sed 's/^/    /'
+      else
+        error=$(grep -m1 'error' "$log" | cut -c1-160 | tr '|' '/')
+        echo "| $chain | $set_name | $n | - | - | - | - | FAIL: ${error:-see log} |" >>"$torch_table"
+        sed 's/^/    /' "$log" | tail -n 20
+      fi
+    done <"$torch_dir/manifest.tsv"
+    # The tensors are large (about 1.5 GB at the v0.1 shapes).
+    rm -rf "$torch_dir"
+  else
+    torch_status="FAIL: scripts/torch_reference.py failed"
+    overall=FAIL
+    echo "| - | - | - | - | - | - | - | $torch_status |" >>"$torch_table"
+    sed 's/^/    /' "$work/torch-reference.log" | tail -n 20
+  fi
+fi
+echo "PyTorch: $torch_status"
+
 echo "== warmed cache in a fresh process"
 arch=$(sed -n 's/^fusion .* (sm_\([0-9]*\), driver .*/\1/p' "$work"/run-*.log | head -1)
 warm_spec=$root/specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg
@@ -146,6 +196,17 @@ nvrtc=$(sed -n 's/.*nvrtc \([0-9.]*\)$/\1/p' < <(FUSEGEN_CACHE_DIR=$work/cache "
   echo "| chain | shapes | N | precision | tensor | max abs err | max rel err | mismatches | result |"
   echo "|---|---|---|---|---|---|---|---|---|"
   cat "$table"
+  echo
+  echo "## Against PyTorch on the GPU"
+  echo
+  echo "scripts/torch_reference.py builds the KernelBench modules (seed 0, inputs torch.rand) and runs them"
+  echo "on the GPU in fp32 with TF32 off; \`fusegen run --device --precision strict --inputs --expect\` runs"
+  echo "the same weights and inputs and passes when |gpu - torch| <= 1e-4 + 1e-4*|torch| for every element"
+  echo "of every output and state tensor (KernelBench's allclose). PyTorch: $torch_status."
+  echo
+  echo "| chain | shapes | N | tensor | max abs err | max rel err | mismatches | result |"
+  echo "|---|---|---|---|---|---|---|---|"
+  cat "$torch_table"
   echo
   echo "## Warm disk cache"
   echo

@@ -1,13 +1,16 @@
 // `fusegen run SPEC --device [--fusion NAME] --dims N=128 [--seed S] [--compare]
-//  [--precision strict|tf32] [--cache-dir D]`: runs a fusion on the GPU through
-// the JIT runtime with the same random inputs as --reference; --compare checks
-// every output and state tensor against the reference interpreter.
+//  [--inputs DIR [--expect DIR]] [--precision strict|tf32] [--cache-dir D]`:
+// runs a fusion on the GPU through the JIT runtime with the same random inputs
+// as --reference, or with DIR/<argument>.npy (--inputs); --compare checks every
+// output and state tensor against the reference interpreter, --expect against
+// DIR/<name>.npy (e.g. PyTorch's results, scripts/torch_reference.py).
 #ifdef FUSEGEN_HAVE_RUNTIME
 #include "CommandLine.h"
 #include "Commands.h"
 #include "RuntimeCli.h"
 
 #include "fusegen/Interpreter.h"
+#include "fusegen/Npy.h"
 #include "fusegen/RandomInputs.h"
 #include "fusegen/Runtime.h"
 
@@ -16,7 +19,10 @@
 #include <cstdio>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <new>
+#include <optional>
+#include <utility>
 
 namespace fusegen::cli {
 namespace {
@@ -90,17 +96,50 @@ std::vector<float> to_floats(const HostTensor& tensor) {
   return out;
 }
 
-int run_on_device(const std::string& path, const Fusion& fusion, const Fusion& concrete, uint64_t seed, bool check,
+std::vector<int64_t> concrete_shape(const Value& value) {
+  std::vector<int64_t> shape;
+  for (const Dim& d : value.type.shape)
+    shape.push_back(d.value());
+  return shape;
+}
+
+// Reads DIR/<name>.npy for each of `values` (name and concrete shape); the
+// error names the file, or the expected and actual shapes.
+Result<std::map<std::string, HostTensor>> load_tensors(const std::string& dir,
+                                                       const std::vector<std::pair<std::string, const Value*>>& values) {
+  std::map<std::string, HostTensor> tensors;
+  for (const auto& [name, value] : values) {
+    const std::string file = dir + "/" + name + ".npy";
+    Result<HostTensor> tensor = read_npy(file);
+    if (!tensor)
+      return Error{tensor.error()};
+    const std::vector<int64_t> shape = concrete_shape(*value);
+    if (tensor.value().shape != shape)
+      return Error{file + ": shape " + shape_str(tensor.value().shape) + ", but " + name + " is f32" +
+                   shape_str(shape)};
+    tensors[name] = std::move(tensor.value());
+  }
+  return tensors;
+}
+
+// What the run checks against: nothing, the reference interpreter (--compare)
+// or tensors read from files (--expect).
+struct Check {
+  bool reference = false;
+  std::optional<std::map<std::string, HostTensor>> expected;
+};
+
+int run_on_device(const std::string& path, const Fusion& fusion, const Fusion& concrete,
+                  std::map<std::string, HostTensor> inputs, const std::string& inputs_label, const Check& check,
                   const RuntimeOptions& options) {
   Runtime rt(0, options);
   Function function = rt.load_file(path).function(fusion.name);
   const Precision precision = options.precision.value_or(fusion.precision);
   const std::string device =
       rt.device_name() + " (sm_" + std::to_string(rt.arch()) + ", driver " + std::to_string(rt.driver_version()) + ")";
-  std::cout << "fusion " << fusion.name << " on " << device << ", seed " << seed << ", precision "
+  std::cout << "fusion " << fusion.name << " on " << device << ", " << inputs_label << ", precision "
             << precision_name(precision) << "\n";
 
-  std::map<std::string, HostTensor> inputs = make_random_arguments(concrete, seed);
   std::vector<DeviceBuffer> memory;
   std::vector<TensorArg> arguments;
   for (ValueId id : concrete.arguments) {
@@ -113,9 +152,7 @@ int run_on_device(const std::string& path, const Fusion& fusion, const Fusion& c
   }
   std::vector<TensorOut> outputs;
   for (const FusionOutput& output : concrete.outputs) {
-    std::vector<int64_t> shape;
-    for (const Dim& d : concrete.value(output.value).type.shape)
-      shape.push_back(d.value());
+    std::vector<int64_t> shape = concrete_shape(concrete.value(output.value));
     size_t count = static_cast<size_t>(numel_of(shape));
     memory.push_back(rt.allocate(count * sizeof(float)));
     // Poisoned, so an element the kernels never write cannot pass.
@@ -143,20 +180,26 @@ int run_on_device(const std::string& path, const Fusion& fusion, const Fusion& c
       got_state[arg.name] = download(arg.data, static_cast<size_t>(numel_of(arg.shape)));
       print_summary("state", arg.name, arg.shape, got_state[arg.name]);
     }
-  if (!check)
-    return kExitOk;
-
-  Result<InterpreterResult> reference = interpret(fusion, inputs);
-  if (!reference) {
-    std::cerr << "fusegen run: error: reference interpreter: " << reference.error() << "\n";
-    return kExitSpecError;
-  }
   bool ok = true;
   const Tolerance tol = tolerance_for(precision);
-  for (const auto& [name, tensor] : reference.value().outputs)
-    ok = compare("output", name, got_outputs.at(name), tensor, tol) && ok;
-  for (const auto& [name, tensor] : reference.value().state)
-    ok = compare("state", name, got_state.at(name), tensor, tol) && ok;
+  if (check.expected) {
+    for (const auto& [name, got] : got_outputs)
+      ok = compare("output", name, got, check.expected->at(name), tol) && ok;
+    for (const auto& [name, got] : got_state)
+      ok = compare("state", name, got, check.expected->at(name), tol) && ok;
+  } else if (check.reference) {
+    Result<InterpreterResult> reference = interpret(fusion, inputs);
+    if (!reference) {
+      std::cerr << "fusegen run: error: reference interpreter: " << reference.error() << "\n";
+      return kExitSpecError;
+    }
+    for (const auto& [name, tensor] : reference.value().outputs)
+      ok = compare("output", name, got_outputs.at(name), tensor, tol) && ok;
+    for (const auto& [name, tensor] : reference.value().state)
+      ok = compare("state", name, got_state.at(name), tensor, tol) && ok;
+  } else {
+    return kExitOk;
+  }
   std::cout << "result: " << (ok ? "pass" : "FAIL") << "\n";
   return ok ? kExitOk : kExitSpecError;
 }
@@ -169,6 +212,8 @@ int device_run_command(const std::vector<std::string>& args) {
                                                          {"seed", true, false},
                                                          {"device", false, false},
                                                          {"compare", false, false},
+                                                         {"inputs", true, false},
+                                                         {"expect", true, false},
                                                          {"precision", true, false},
                                                          {"cache-dir", true, false}});
   if (!parsed) {
@@ -194,6 +239,10 @@ int device_run_command(const std::vector<std::string>& args) {
     usage_error = precision.error();
   else if (ec != std::errc() || end != seed_text.data() + seed_text.size())
     usage_error = "bad --seed '" + seed_text + "' (expected a non-negative integer)";
+  else if (line.has("expect") && !line.has("inputs"))
+    usage_error = "--expect needs --inputs (the expected tensors are for given inputs)";
+  else if (line.has("expect") && line.has("compare"))
+    usage_error = "use --compare or --expect, not both";
   if (!usage_error.empty()) {
     std::cerr << "fusegen run: error: " << usage_error << "\n";
     return kExitUsage;
@@ -230,11 +279,50 @@ int device_run_command(const std::vector<std::string>& args) {
       return kExitSpecError;
     }
   }
+  // Read every file before the device is touched, so that a missing or
+  // mis-shaped one fails fast.
+  std::map<std::string, HostTensor> inputs;
+  std::string inputs_label = "seed " + std::to_string(seed);
+  Check check;
+  check.reference = line.has("compare");
+  try {
+    if (line.has("inputs")) {
+      std::vector<std::pair<std::string, const Value*>> arguments;
+      for (ValueId id : concrete->arguments)
+        arguments.emplace_back(concrete->value(id).name, &concrete->value(id));
+      Result<std::map<std::string, HostTensor>> loaded = load_tensors(line.value("inputs"), arguments);
+      if (!loaded) {
+        std::cerr << "fusegen run: error: --inputs: " << loaded.error() << "\n";
+        return kExitUsage;
+      }
+      inputs = std::move(loaded.value());
+      inputs_label = "inputs " + line.value("inputs");
+    } else {
+      inputs = make_random_arguments(*concrete, seed);
+    }
+    if (line.has("expect")) {
+      std::vector<std::pair<std::string, const Value*>> results;
+      for (const FusionOutput& output : concrete->outputs)
+        results.emplace_back(output.name, &concrete->value(output.value));
+      for (ValueId id : concrete->arguments)
+        if (concrete->value(id).kind == ValueKind::State)
+          results.emplace_back(concrete->value(id).name, &concrete->value(id));
+      Result<std::map<std::string, HostTensor>> loaded = load_tensors(line.value("expect"), results);
+      if (!loaded) {
+        std::cerr << "fusegen run: error: --expect: " << loaded.error() << "\n";
+        return kExitUsage;
+      }
+      check.expected = std::move(loaded.value());
+    }
+  } catch (const std::bad_alloc&) {
+    std::cerr << "fusegen run: error: out of host memory for the tensors of " << fusion->name << "\n";
+    return kExitSpecError;
+  }
   RuntimeOptions options;
   options.precision = precision.value();
   options.cache_dir = line.value("cache-dir");
   try {
-    return run_on_device(path, *fusion, *concrete, seed, line.has("compare"), options);
+    return run_on_device(path, *fusion, *concrete, std::move(inputs), inputs_label, check, options);
   } catch (const RuntimeError& error) {
     std::cerr << "fusegen run: error: " << error.what() << "\n";
     return kExitSpecError;
