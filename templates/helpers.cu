@@ -109,17 +109,18 @@ __device__ __forceinline__ FusegenWelford fusegen_welford_merge(FusegenWelford a
 }
 
 // Order-independent float atomics for row minimum/maximum across tiles: the
-// integer order of IEEE floats matches their value order for non-negative
-// values and reverses for negative ones.
+// integer order of IEEE floats matches their value order when the sign bit is
+// clear and reverses when it is set. Test the sign bit, not `value >= 0`:
+// -0.0 compares equal to 0 but has the sign bit set.
 __device__ __forceinline__ void fusegen_atomic_min(float* address, float value) {
-  if (value >= 0.0f)
+  if (__float_as_int(value) >= 0)
     atomicMin(reinterpret_cast<int*>(address), __float_as_int(value));
   else
     atomicMax(reinterpret_cast<unsigned int*>(address), __float_as_uint(value));
 }
 
 __device__ __forceinline__ void fusegen_atomic_max(float* address, float value) {
-  if (value >= 0.0f)
+  if (__float_as_int(value) >= 0)
     atomicMax(reinterpret_cast<int*>(address), __float_as_int(value));
   else
     atomicMin(reinterpret_cast<unsigned int*>(address), __float_as_uint(value));

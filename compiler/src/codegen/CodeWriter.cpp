@@ -18,7 +18,7 @@ CodeWriter& CodeWriter::raw(std::string_view text) {
 }
 
 void CodeWriter::open(std::string_view header) {
-  line(std::string(header) + " {");
+  line(header.empty() ? std::string("{") : std::string(header) + " {");
   ++indent_;
 }
 

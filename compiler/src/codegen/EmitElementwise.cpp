@@ -2,6 +2,7 @@
 // domain decodes its coordinates, loads its operands with broadcasting,
 // evaluates the kernel's pointwise chain and stores each output.
 #include "codegen/Emitters.h"
+#include "codegen/HookBody.h"
 #include "codegen/KernelParts.h"
 #include "codegen/PointwiseEmitter.h"
 
@@ -19,43 +20,38 @@ Shape domain_of(const EmitContext& ctx) {
   return ctx.fusion().value(ctx.fusion().node(ctx.step().nodes().front()).result).type.shape;
 }
 
-std::vector<std::string> coord_names(size_t rank) {
-  std::vector<std::string> names;
-  for (size_t d = 0; d < rank; ++d)
-    names.push_back("c" + std::to_string(d));
-  return names;
-}
-
 std::vector<std::string> scalar_body(const EmitContext& ctx, const Shape& domain) {
-  std::vector<std::string> body;
-  decode_index(ctx, domain, "index", "c", body);
-  PointwiseEmitter pointwise(ctx, body, domain, coord_names(domain.size()));
+  Body body;
+  declare_coordinates(ctx, domain, "index", body);
+  PointwiseEmitter pointwise(ctx, body.lines(), domain, coord_names(domain.size()));
+  bind_domain_loads(ctx, domain, "index", body, pointwise);
   for (const auto& [value, buffer] : stored_values(ctx))
-    body.push_back(ctx.buffer(buffer) + "[index] = " + pointwise.value(value) + ";");
-  return body;
+    body.lines().push_back(ctx.buffer(buffer) + "[index] = " + pointwise.value(value) + ";");
+  return body.finish({"args", "index"});
 }
 
 // Four consecutive elements: operands that vary along the last dim are read
 // as one float4, operands broadcast along it once; outputs stored as float4.
 std::vector<std::string> vector_body(const EmitContext& ctx, const Shape& domain) {
-  std::vector<std::string> body;
-  decode_index(ctx, domain, "index", "c", body);
+  Body body;
+  declare_coordinates(ctx, domain, "index", body);
   std::vector<std::string> coords = coord_names(domain.size());
-  std::vector<std::pair<ValueId, std::string>> leaves; // value, float4 variable or scalar
+  std::vector<std::pair<ValueId, std::string>> leaves; // value, float4 variable or "" for a scalar
   for (ValueId value : loaded_values(ctx)) {
     const Shape& shape = ctx.fusion().value(value).type.shape;
     bool varies = !shape.empty() && !(shape.back().is_constant() && shape.back().value() == 1);
     std::string name = "in" + std::to_string(value);
     std::string offset = broadcast_offset(ctx, shape, coords);
     if (varies)
-      body.push_back("const float4 " + name + " = *reinterpret_cast<const float4*>(" + ctx.value_buffer(value) +
-                     " + " + offset + ");");
+      body.declare(name, "const float4 " + name + " = *reinterpret_cast<const float4*>(" + ctx.value_buffer(value) +
+                             " + " + offset + ");");
     else
-      body.push_back("const float " + name + " = " + ctx.value_buffer(value) + "[" + offset + "];");
+      body.declare(name, "const float " + name + " = " + ctx.value_buffer(value) + "[" + offset + "];");
     leaves.push_back({value, varies ? name : ""});
   }
   std::vector<std::pair<ValueId, BufferId>> outputs = stored_values(ctx);
-  std::vector<std::vector<std::string>> results(outputs.size());
+  for (size_t o = 0; o < outputs.size(); ++o)
+    body.declare("out" + std::to_string(o), "float4 out" + std::to_string(o) + ";");
   for (int lane = 0; lane < 4; ++lane) {
     std::vector<std::string> lane_coords = coords;
     lane_coords.back() = "(" + coords.back() + " + " + std::to_string(lane) + ")";
@@ -63,23 +59,20 @@ std::vector<std::string> vector_body(const EmitContext& ctx, const Shape& domain
     PointwiseEmitter pointwise(ctx, lines, domain, lane_coords);
     for (const auto& [value, vector] : leaves)
       pointwise.bind(value, vector.empty() ? "in" + std::to_string(value) : vector + "." + kLanes[lane]);
-    for (size_t o = 0; o < outputs.size(); ++o)
-      results[o].push_back(pointwise.value(outputs[o].first));
-    body.push_back("{ // lane " + std::to_string(lane));
+    std::vector<std::string> results;
+    for (const auto& output : outputs)
+      results.push_back(pointwise.value(output.first));
+    body.lines().push_back("{ // lane " + std::to_string(lane));
     for (const std::string& line : lines)
-      body.push_back("  " + line);
+      body.lines().push_back("  " + line);
     for (size_t o = 0; o < outputs.size(); ++o)
-      body.push_back("  out" + std::to_string(o) + "." + kLanes[lane] + " = " + results[o].back() + ";");
-    body.push_back("}");
+      body.lines().push_back("  out" + std::to_string(o) + "." + kLanes[lane] + " = " + results[o] + ";");
+    body.lines().push_back("}");
   }
-  std::vector<std::string> declarations;
   for (size_t o = 0; o < outputs.size(); ++o)
-    declarations.push_back("float4 out" + std::to_string(o) + ";");
-  body.insert(body.begin(), declarations.begin(), declarations.end());
-  for (size_t o = 0; o < outputs.size(); ++o)
-    body.push_back("*reinterpret_cast<float4*>(" + ctx.buffer(outputs[o].second) + " + index) = out" +
-                   std::to_string(o) + ";");
-  return body;
+    body.lines().push_back("*reinterpret_cast<float4*>(" + ctx.buffer(outputs[o].second) + " + index) = out" +
+                           std::to_string(o) + ";");
+  return body.finish({"args", "index"});
 }
 
 std::vector<std::string> alignment_check(const EmitContext& ctx) {

@@ -1,8 +1,585 @@
-// Placeholder until the gemm emitter lands (being written now).
+// GEMM kernels (templates/gemm.cu): linear, matmul and conv2d (implicit GEMM)
+// mapped onto the template's batched [M, N] x K problem, with the planned
+// epilogue stages: stage-0 pointwise ops on the contraction result, then
+// optionally a row norm (group_norm / layer_norm over the columns of an
+// [M, C] result) with its pointwise ops and a row min/max, or partial
+// statistics for a batch_norm (per row tile and column) or a group_norm after
+// conv2d (per sample, group and row tile). See docs/kernels-gemm.md.
 #include "codegen/Emitters.h"
+#include "codegen/KernelParts.h"
+#include "codegen/PointwiseEmitter.h"
+#include "fusegen/OpRegistry.h"
+#include "ops/OpHelpers.h"
+#include "plan/PlanQueries.h"
+
+#include <cctype>
+#include <cstddef>
+#include <limits>
 
 namespace fusegen::codegen {
+namespace {
 
-Result<KernelSource> emit_gemm(const EmitContext&) { return Error{"no emitter for gemm kernels yet"}; }
+// Geometry of templates/gemm.cu (static_asserted there).
+constexpr int kTile = 64; // rows and columns of an output tile
+constexpr int kTileK = 16;
+constexpr int kThreads = 256;
+constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxGridYZ = 65535; // the template loops over the rest
+
+// How a contraction maps onto the template's problem: C[b][m][n] =
+// sum_k A(b, m, k) * B(b, k, n), and where element (b, m, n) lives in the
+// contraction's output.
+struct GemmMapping {
+  std::string rows, cols, depth, batches; // device code
+  SizeExpr launch_rows, launch_cols, launch_batches;
+  bool a_along_k = true, b_along_k = true; // which index is contiguous in memory
+  std::vector<std::string> a_offset, b_offset, load_a, load_b; // hook bodies
+  // Statements defining the output coordinates from (batch, m, n), and their names.
+  std::vector<std::string> coord_lines;
+  std::vector<std::string> coords;
+  std::string bias; // added to the accumulator; empty without bias
+  // The output is a plain [M, N] matrix with coordinates (m, n) and one batch:
+  // what the row norm, row reduction and batch_norm statistics assume.
+  bool is_matrix = false;
+};
+
+struct Params {
+  std::vector<std::pair<std::string, std::string>> list; // (type, name)
+  std::string text() const {
+    std::string out;
+    for (const auto& [type, name] : list)
+      out += (out.empty() ? "" : ", ") + type + " " + name;
+    return out;
+  }
+};
+
+bool is_identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// True if `name` occurs in `lines` as a whole identifier.
+bool mentions(const std::vector<std::string>& lines, const std::string& name) {
+  for (const std::string& line : lines)
+    for (size_t at = line.find(name); at != std::string::npos; at = line.find(name, at + 1)) {
+      bool starts = at == 0 || !is_identifier_char(line[at - 1]);
+      bool ends = at + name.size() == line.size() || !is_identifier_char(line[at + name.size()]);
+      if (starts && ends)
+        return true;
+    }
+  return false;
+}
+
+// A function hook whose unused parameters are voided (warnings are errors).
+std::string hook(const std::string& return_type, const std::string& name, const Params& params,
+                 std::vector<std::string> body) {
+  std::vector<std::string> voids;
+  for (const auto& [type, param] : params.list)
+    if (!mentions(body, param))
+      voids.push_back("(void)" + param + ";");
+  body.insert(body.begin(), voids.begin(), voids.end());
+  return function_hook(return_type, name, params.text(), body);
+}
+
+std::string bool_hook(const std::string& name, bool value) {
+  return "constexpr bool " + name + " = " + (value ? "true" : "false") + ";";
+}
+
+ValueId operand(const Node& node, const char* param) {
+  int slot = OpRegistry::builtin().find(node.op)->tensor_slot(param);
+  return slot < 0 ? kNoId : node.operands[static_cast<size_t>(slot)];
+}
+
+const Shape& shape_of(const EmitContext& ctx, ValueId value) { return ctx.fusion().value(value).type.shape; }
+
+std::string ldg(const std::string& pointer) { return "__ldg(" + pointer + ")"; }
+
+// Inserts `(void)name;` after the first `defined` lines of `body` for each of
+// `names` the rest of the body does not use (decoded coordinates).
+std::vector<std::string> void_unused(std::vector<std::string> body, size_t defined,
+                                     const std::vector<std::string>& names) {
+  std::vector<std::string> rest(body.begin() + static_cast<std::ptrdiff_t>(defined), body.end());
+  std::vector<std::string> voids;
+  for (const std::string& name : names)
+    if (name != "m" && name != "n" && !mentions(rest, name))
+      voids.push_back("(void)" + name + ";");
+  body.insert(body.begin() + static_cast<std::ptrdiff_t>(defined), voids.begin(), voids.end());
+  return body;
+}
+
+// ---- contraction mappings ----
+
+// linear: x [..., K] (leading dims flattened into m), weight [N, K], bias [N].
+GemmMapping map_linear(const EmitContext& ctx, const Node& node) {
+  const Shape& x = shape_of(ctx, operand(node, "input"));
+  const Shape& w = shape_of(ctx, operand(node, "weight"));
+  const Shape& out = shape_of(ctx, node.result);
+  GemmMapping g;
+  size_t lead = x.size() - 1;
+  g.rows = ctx.product(x, 0, lead);
+  g.cols = ctx.dim(w[0]);
+  g.depth = ctx.dim(w[1]);
+  g.batches = "1LL";
+  g.launch_rows = ctx.size(x, 0, lead);
+  g.launch_cols = ctx.size(w, 0, 1);
+  g.launch_batches = ctx.constant(1);
+  g.a_along_k = g.b_along_k = true;
+  g.a_offset = g.b_offset = {"return 0;"};
+  g.load_a = {"return " + ldg(ctx.value_buffer(operand(node, "input")) + " + m * " + g.depth + " + k") + ";"};
+  g.load_b = {"return " + ldg(ctx.value_buffer(operand(node, "weight")) + " + n * " + g.depth + " + k") + ";"};
+  if (out.size() == 1) {
+    g.coords = {"n"};
+  } else if (out.size() == 2) {
+    g.coords = {"m", "n"};
+    g.is_matrix = true;
+  } else {
+    Shape leading(out.begin(), out.end() - 1);
+    decode_index(ctx, leading, "m", "o", g.coord_lines);
+    for (size_t d = 0; d < leading.size(); ++d)
+      g.coords.push_back("o" + std::to_string(d));
+    g.coords.push_back("n");
+  }
+  if (ValueId bias = operand(node, "bias"); bias != kNoId)
+    g.bias = ctx.value_buffer(bias) + "[n]";
+  return g;
+}
+
+// matmul with torch semantics: a [..., M, K] or [K], b [..., K, N] or [K];
+// broadcast batch dims are folded into the batch index (a dim of 1 broadcasts).
+GemmMapping map_matmul(const EmitContext& ctx, const Node& node) {
+  ValueId a_id = operand(node, "input"), b_id = operand(node, "other");
+  const Shape& a = shape_of(ctx, a_id);
+  const Shape& b = shape_of(ctx, b_id);
+  const Shape& out = shape_of(ctx, node.result);
+  bool a_matrix = a.size() >= 2, b_matrix = b.size() >= 2;
+  Shape a_batch(a.begin(), a.end() - (a_matrix ? 2 : 1));
+  Shape b_batch(b.begin(), b.end() - (b_matrix ? 2 : 1));
+  Shape batch(out.begin(), out.end() - (a_matrix ? 1 : 0) - (b_matrix ? 1 : 0));
+  GemmMapping g;
+  g.rows = a_matrix ? ctx.dim(a[a.size() - 2]) : "1LL";
+  g.cols = b_matrix ? ctx.dim(b.back()) : "1LL";
+  g.depth = ctx.dim(a.back());
+  g.batches = ctx.product(batch, 0, batch.size());
+  g.launch_rows = a_matrix ? ctx.size(a, a.size() - 2, a.size() - 1) : ctx.constant(1);
+  g.launch_cols = b_matrix ? ctx.size(b, b.size() - 1, b.size()) : ctx.constant(1);
+  g.launch_batches = ctx.size(batch, 0, batch.size());
+  g.a_along_k = true;
+  g.b_along_k = !b_matrix;
+
+  std::vector<std::string> batch_lines, batch_coords;
+  decode_index(ctx, batch, "batch", "b", batch_lines);
+  for (size_t d = 0; d < batch.size(); ++d)
+    batch_coords.push_back("b" + std::to_string(d));
+  auto batch_offset = [&](const Shape& operand_batch, const std::string& matrix_size) {
+    if (operand_batch.empty())
+      return std::vector<std::string>{"return 0;"};
+    std::vector<std::string> body = batch_lines;
+    body.push_back("return (" + broadcast_offset(ctx, operand_batch, batch_coords) + ") * " + matrix_size + ";");
+    return void_unused(body, batch_lines.size(), batch_coords);
+  };
+  g.a_offset = batch_offset(a_batch, "(" + g.rows + " * " + g.depth + ")");
+  g.b_offset = batch_offset(b_batch, "(" + g.depth + " * " + g.cols + ")");
+  std::string a_row = a_matrix ? "m * " + g.depth + " + " : "";
+  g.load_a = {"return " + ldg(ctx.value_buffer(a_id) + " + a_base + " + a_row + "k") + ";"};
+  std::string b_index = b_matrix ? "k * " + g.cols + " + n" : "k";
+  g.load_b = {"return " + ldg(ctx.value_buffer(b_id) + " + b_base + " + b_index) + ";"};
+
+  g.coord_lines = batch_lines;
+  g.coords = batch_coords;
+  if (a_matrix)
+    g.coords.push_back("m");
+  if (b_matrix)
+    g.coords.push_back("n");
+  g.is_matrix = batch.empty() && a_matrix && b_matrix;
+  return g;
+}
+
+std::pair<int64_t, int64_t> pair_attr(const Node& node, const char* name) {
+  const auto& values = std::get<std::vector<int64_t>>(node.attrs.at(name));
+  return {values.at(0), values.at(1)};
+}
+
+// conv2d as implicit GEMM: batch = (sample, conv group), m = output position
+// (oh, ow), n = output channel within the group, k = (input channel, kh, kw).
+// A is gathered from the input (zero padding by bounds checks), B is the
+// weight [O, C/groups * kh * kw] read as [N, K].
+Result<GemmMapping> map_conv(const EmitContext& ctx, const Node& node) {
+  ValueId x_id = operand(node, "input"), w_id = operand(node, "weight");
+  const Shape& x = shape_of(ctx, x_id);
+  const Shape& w = shape_of(ctx, w_id);
+  const Shape& out = shape_of(ctx, node.result);
+  size_t spatial = x.size() - 2;
+  for (size_t d = x.size() - 3; d < x.size(); ++d)
+    if (!x[d].is_constant())
+      return Error{"conv2d input " + shape_str(x) + " has a symbolic channel or spatial dim; the GEMM kernel "
+                   "needs them constant"};
+  if (!shape_is_constant(w))
+    return Error{"conv2d weight " + shape_str(w) + " has symbolic dims; the GEMM kernel needs them constant"};
+  int64_t channels = x[spatial - 1].value(), height = x[spatial].value(), width = x[spatial + 1].value();
+  int64_t out_channels = w[0].value(), group_channels = w[1].value(), kh = w[2].value(), kw = w[3].value();
+  int64_t out_height = out[out.size() - 2].value(), out_width = out[out.size() - 1].value();
+  int64_t groups = std::get<int64_t>(node.attrs.at("groups"));
+  auto [stride_h, stride_w] = pair_attr(node, "stride");
+  auto [pad_h, pad_w] = pair_attr(node, "padding");
+  auto [dil_h, dil_w] = pair_attr(node, "dilation");
+  int64_t taps = kh * kw, depth = group_channels * taps, positions = out_height * out_width;
+  int64_t group_outputs = out_channels / groups, plane = height * width;
+  constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+  if (positions > kIntMax || depth > kIntMax || plane > kIntMax)
+    return Error{"conv2d output positions, K or input plane exceed 2^31 - 1"};
+  bool batched = x.size() == 4;
+  std::string n_text = std::to_string(groups) + "LL";
+  auto num = [](int64_t v) { return std::to_string(v); };
+
+  GemmMapping g;
+  g.rows = num(positions) + "LL";
+  g.cols = num(group_outputs) + "LL";
+  g.depth = num(depth) + "LL";
+  g.launch_rows = ctx.constant(positions);
+  g.launch_cols = ctx.constant(group_outputs);
+  if (batched) {
+    g.batches = groups == 1 ? ctx.dim(x[0]) : "(" + ctx.dim(x[0]) + " * " + n_text + ")";
+    g.launch_batches = ctx.mul(ctx.size(x, 0, 1), ctx.constant(groups));
+  } else {
+    g.batches = n_text;
+    g.launch_batches = ctx.constant(groups);
+  }
+  g.a_along_k = false; // consecutive output positions read neighbouring input pixels
+  g.b_along_k = true;
+
+  // A: the first input channel of (sample, conv group), then the gathered pixel.
+  std::string sample_plane = num(channels * plane) + "LL";
+  if (groups == 1)
+    g.a_offset = {"return batch * " + sample_plane + ";"};
+  else
+    g.a_offset = {"return (batch / " + n_text + ") * " + sample_plane + " + (batch % " + n_text + ") * " +
+                  num(group_channels * plane) + "LL;"};
+  std::vector<std::string>& load = g.load_a;
+  load.push_back("const int p = static_cast<int>(m);");
+  load.push_back("const int oh = p / " + num(out_width) + ", ow = p % " + num(out_width) + ";");
+  load.push_back("const int kq = static_cast<int>(k);");
+  if (taps == 1) {
+    load.push_back("const int c = kq, i = 0, j = 0;");
+  } else {
+    load.push_back("const int c = kq / " + num(taps) + ", tap = kq % " + num(taps) + ";");
+    load.push_back("const int i = tap / " + num(kw) + ", j = tap % " + num(kw) + ";");
+  }
+  auto position = [&](const char* out_coord, const char* tap, int64_t stride, int64_t pad, int64_t dilation) {
+    std::string text = std::string(out_coord) + (stride == 1 ? "" : " * " + num(stride));
+    if (pad != 0)
+      text += " - " + num(pad);
+    return text + " + " + tap + (dilation == 1 ? "" : " * " + num(dilation));
+  };
+  load.push_back("const int ih = " + position("oh", "i", stride_h, pad_h, dil_h) + ";");
+  load.push_back("const int iw = " + position("ow", "j", stride_w, pad_w, dil_w) + ";");
+  // Without padding every tap of a valid output position is inside the input.
+  std::string outside;
+  if (pad_h != 0)
+    outside += "ih < 0 || ih >= " + num(height);
+  if (pad_w != 0)
+    outside += std::string(outside.empty() ? "" : " || ") + "iw < 0 || iw >= " + num(width);
+  if (!outside.empty())
+    load.push_back("if (" + outside + ") return 0.0f; // zero padding");
+  std::string channel_offset = group_channels * plane > kIntMax ? "static_cast<long long>(c) * " + num(plane) + "LL"
+                                                                : "c * " + num(plane);
+  load.push_back("return " + ldg(ctx.value_buffer(x_id) + " + a_base + " + channel_offset + " + ih * " + num(width) +
+                                 " + iw") + ";");
+
+  if (groups == 1)
+    g.b_offset = {"return 0;"};
+  else
+    g.b_offset = {"return (batch % " + n_text + ") * " + num(group_outputs * depth) + "LL;"};
+  g.load_b = {"return " + ldg(ctx.value_buffer(w_id) + " + b_base + n * " + g.depth + " + k") + ";"};
+
+  std::string sample = groups == 1 ? "batch" : "batch / " + n_text;
+  std::string channel = groups == 1 ? "n" : "(batch % " + n_text + ") * " + num(group_outputs) + "LL + n";
+  if (batched)
+    g.coord_lines.push_back("const long long sample = " + sample + ";");
+  g.coord_lines.push_back("const long long o = " + channel + ";");
+  g.coord_lines.push_back("const long long oh = m / " + num(out_width) + "LL, ow = m % " + num(out_width) + "LL;");
+  if (batched)
+    g.coords.push_back("sample");
+  g.coords.insert(g.coords.end(), {"o", "oh", "ow"});
+  if (ValueId bias = operand(node, "bias"); bias != kNoId)
+    g.bias = ctx.value_buffer(bias) + "[o]";
+  return g;
+}
+
+Result<GemmMapping> map_contraction(const EmitContext& ctx, const Node& node) {
+  if (node.op == "linear")
+    return map_linear(ctx, node);
+  if (node.op == "matmul")
+    return map_matmul(ctx, node);
+  if (node.op == "conv2d")
+    return map_conv(ctx, node);
+  return Error{"internal error: a GEMM kernel anchored on " + node.op};
+}
+
+// ---- epilogue stages ----
+
+enum class RowReduce { None = 0, Min = 1, Max = 2 };
+
+// What the kernel does after the contraction, read off its KernelStep.
+struct Stages {
+  const Node* contraction = nullptr;
+  const Node* norm = nullptr;   // stage 1: group_norm / layer_norm over columns
+  const Node* reduce = nullptr; // stage 2: min / max over dim 1
+  const Node* stats = nullptr;  // stats_out: batch_norm or group_norm
+  int64_t norm_group = 0, stats_group = 0;
+  RowReduce row_reduce = RowReduce::None;
+};
+
+bool is_min_max(const std::string& op) { return op == "min" || op == "max" || op == "amin" || op == "amax"; }
+
+Result<Stages> read_stages(const EmitContext& ctx, const GemmMapping& g) {
+  const KernelStep& step = ctx.step();
+  const Fusion& fusion = ctx.fusion();
+  Stages s;
+  if (step.stages.empty() || step.stages.size() > 3 || !step.prologue.empty() || step.stats_in != kNoId)
+    return Error{"internal error: unexpected GEMM kernel layout (a contraction, optionally a row norm and a row "
+                 "reduction; no prologue)"};
+  s.contraction = &fusion.node(step.anchor());
+  if (step.stages.size() >= 2) {
+    s.norm = &fusion.node(step.stages[1].op);
+    if (s.norm->op != "group_norm" && s.norm->op != "layer_norm")
+      return Error{"internal error: GEMM epilogue stage " + s.norm->op + " is not a row norm"};
+    s.norm_group = plan::row_group_width(fusion, *s.norm);
+    if (s.norm_group <= 0 || kTile % s.norm_group != 0)
+      return Error{"internal error: " + s.norm->op + " groups do not fit a " + std::to_string(kTile) +
+                   "-wide tile"};
+  }
+  if (step.stages.size() == 3) {
+    s.reduce = &fusion.node(step.stages[2].op);
+    if (!is_min_max(s.reduce->op) || plan::reduced_dims(fusion, *s.reduce) != std::vector<int64_t>{1} ||
+        !step.stages[2].pointwise.empty())
+      return Error{"internal error: GEMM epilogue stage " + s.reduce->op + " is not a row min/max"};
+    s.row_reduce = s.reduce->op == "min" || s.reduce->op == "amin" ? RowReduce::Min : RowReduce::Max;
+    if (!ctx.is_materialized(s.reduce->result))
+      return Error{"internal error: the row " + s.reduce->op + " result is not in memory"};
+  }
+  if (step.stats_out != kNoId) {
+    s.stats = &fusion.node(step.stats_out);
+    if (s.stats->op == "batch_norm" && s.contraction->op != "conv2d") {
+      s.stats_group = 1;
+    } else if (s.stats->op == "group_norm" && s.contraction->op == "conv2d") {
+      const Shape& input = shape_of(ctx, s.stats->operands[0]);
+      int64_t groups = std::get<int64_t>(s.stats->attrs.at("num_groups"));
+      if (input.size() != 4)
+        return Error{"group_norm statistics after an unbatched conv2d are not supported by the GEMM kernel"};
+      s.stats_group = input[1].value() / groups;
+      int64_t conv_groups = std::get<int64_t>(s.contraction->attrs.at("groups"));
+      int64_t group_outputs = input[1].value() / conv_groups;
+      if (conv_groups > 1 && group_outputs % s.stats_group != 0)
+        return Error{"group_norm groups of " + std::to_string(s.stats_group) + " channels straddle the conv2d's " +
+                     std::to_string(conv_groups) + " channel groups of " + std::to_string(group_outputs) +
+                     "; the GEMM kernel cannot compute their statistics"};
+    } else {
+      return Error{"internal error: GEMM epilogue statistics for " + s.stats->op + " after " + s.contraction->op};
+    }
+    if (s.stats_group <= 0 || kTile % s.stats_group != 0)
+      return Error{"internal error: statistics groups do not fit a " + std::to_string(kTile) + "-wide tile"};
+    if (ctx.stats_buffer(s.stats->id, false) == kNoId)
+      return Error{"internal error: no partial statistics buffer for " + s.stats->op};
+  }
+  bool needs_matrix = s.norm != nullptr || (s.stats != nullptr && s.stats->op == "batch_norm");
+  if (needs_matrix && !g.is_matrix) {
+    std::string operands;
+    for (ValueId operand : s.contraction->operands)
+      if (operand != kNoId)
+        operands += (operands.empty() ? "" : " and ") + shape_str(shape_of(ctx, operand));
+    return Error{s.contraction->op + " of " + operands + " gives " + shape_str(shape_of(ctx, s.contraction->result)) +
+                 ", whose rows are not GEMM rows; the GEMM kernel fuses " + (s.norm ? s.norm->op : s.stats->op) +
+                 " only into the result of 2-d operands"};
+  }
+  return s;
+}
+
+size_t stage_of(const KernelStep& step, const Fusion& fusion, ValueId value) {
+  const Value& v = fusion.value(value);
+  for (size_t s = 0; s < step.stages.size(); ++s) {
+    if (step.stages[s].op == v.producer)
+      return s;
+    for (NodeId id : step.stages[s].pointwise)
+      if (id == v.producer)
+        return s;
+  }
+  return step.stages.size();
+}
+
+// Stores every materialized value of `stage` at the element's output offset.
+void store_stage(const EmitContext& ctx, size_t stage, const Shape& domain, const std::vector<std::string>& coords,
+                 PointwiseEmitter& pointwise, std::vector<std::string>& body) {
+  bool first = true;
+  for (const auto& [value, buffer] : stored_values(ctx)) {
+    if (stage_of(ctx.step(), ctx.fusion(), value) != stage)
+      continue;
+    if (first)
+      body.push_back("const long long out = " + broadcast_offset(ctx, domain, coords) + ";");
+    first = false;
+    body.push_back(ctx.buffer(buffer) + "[out] = " + pointwise.value(value) + ";");
+  }
+}
+
+// Stage 0: the contraction result (accumulator plus bias), its pointwise ops,
+// stores; returns the value the next stage reads.
+std::vector<std::string> epilogue_body(const EmitContext& ctx, const GemmMapping& g, const Stages& s) {
+  const Shape& domain = shape_of(ctx, s.contraction->result);
+  std::vector<std::string> body = g.coord_lines;
+  PointwiseEmitter pointwise(ctx, body, domain, g.coords);
+  ValueId result = s.contraction->result;
+  if (g.bias.empty()) {
+    pointwise.bind(result, "acc");
+  } else {
+    std::string name = "v" + std::to_string(result);
+    body.push_back("const float " + name + " = acc + " + g.bias + ";");
+    pointwise.bind(result, name);
+  }
+  store_stage(ctx, 0, domain, g.coords, pointwise, body);
+  ValueId next = s.norm ? s.norm->operands[0] : s.stats ? s.stats->operands[0] : result;
+  body.push_back("return " + pointwise.value(next) + ";");
+  return void_unused(body, g.coord_lines.size(), g.coords);
+}
+
+// Stage 1: the row norm's affine params on the normalized value, its
+// pointwise ops, stores; returns the value the row reduction reads.
+std::vector<std::string> norm_apply_body(const EmitContext& ctx, const Stages& s) {
+  std::vector<std::string> body;
+  if (!s.norm)
+    return {"return normalized;"};
+  const Shape& domain = shape_of(ctx, s.norm->result);
+  std::vector<std::string> coords = {"m", "n"};
+  PointwiseEmitter pointwise(ctx, body, domain, coords);
+  std::string value = "normalized";
+  if (ValueId weight = operand(*s.norm, "weight"); weight != kNoId)
+    value += " * " + ctx.value_buffer(weight) + "[n]";
+  if (ValueId bias = operand(*s.norm, "bias"); bias != kNoId)
+    value += " + " + ctx.value_buffer(bias) + "[n]";
+  if (value == "normalized") {
+    pointwise.bind(s.norm->result, value); // no affine params
+  } else {
+    std::string name = "v" + std::to_string(s.norm->result);
+    body.push_back("const float " + name + " = " + value + ";");
+    pointwise.bind(s.norm->result, name);
+  }
+  store_stage(ctx, 1, domain, coords, pointwise, body);
+  body.push_back("return " + pointwise.value(s.reduce ? s.reduce->operands[0] : s.norm->result) + ";");
+  return body;
+}
+
+// The (count, mean, M2) triple of a statistics group (see AssignBuffers'
+// partials layouts).
+std::vector<std::string> stats_slot_body(const EmitContext& ctx, const GemmMapping& g, const Stages& s) {
+  if (!s.stats)
+    return {"return nullptr;"};
+  std::string partials = ctx.buffer(ctx.stats_buffer(s.stats->id, false));
+  if (s.stats->op == "batch_norm") // [ceil(M / tile), C, 3]
+    return {"return " + partials + " + (row_tile * " + g.cols + " + n) * 3;"};
+  // group_norm after conv2d: [N, G, ceil(OH * OW / tile), 3]
+  int64_t groups = std::get<int64_t>(s.stats->attrs.at("num_groups"));
+  int64_t conv_groups = std::get<int64_t>(s.contraction->attrs.at("groups"));
+  const Shape& out = shape_of(ctx, s.contraction->result);
+  int64_t positions = out[2].value() * out[3].value();
+  int64_t tiles = (positions + kTile - 1) / kTile;
+  std::string g_text = std::to_string(groups) + "LL", tiles_text = std::to_string(tiles) + "LL";
+  std::string per_group = std::to_string(s.stats_group) + "LL";
+  std::vector<std::string> body;
+  if (conv_groups == 1) {
+    body.push_back("const long long sample = batch, channel = n;");
+  } else {
+    std::string cg = std::to_string(conv_groups) + "LL";
+    body.push_back("const long long sample = batch / " + cg + ";");
+    body.push_back("const long long channel = (batch % " + cg + ") * " + g.cols + " + n;");
+  }
+  body.push_back("return " + partials + " + ((sample * " + g_text + " + channel / " + per_group + ") * " + tiles_text +
+                 " + row_tile) * 3;");
+  return body;
+}
+
+std::vector<std::string> reduce_slot_body(const EmitContext& ctx, const Stages& s) {
+  if (!s.reduce)
+    return {"return nullptr;"};
+  return {"return " + ctx.value_buffer(s.reduce->result) + " + m;"};
+}
+
+std::vector<std::string> returns(const std::string& expr) { return {"return " + expr + ";"}; }
+
+} // namespace
+
+Result<KernelSource> emit_gemm(const EmitContext& ctx) {
+  const PlanOptions& options = ctx.plan().options;
+  if (options.gemm_tile_m != kTile || options.gemm_tile_n != kTile)
+    return Error{"the GEMM template has " + std::to_string(kTile) + "x" + std::to_string(kTile) +
+                 " tiles but the plan assumes " + std::to_string(options.gemm_tile_m) + "x" +
+                 std::to_string(options.gemm_tile_n)};
+  if (ctx.step().anchor() == kNoId)
+    return Error{"internal error: GEMM kernel without a contraction"};
+  Result<GemmMapping> mapping = map_contraction(ctx, ctx.fusion().node(ctx.step().anchor()));
+  if (!mapping)
+    return Error{mapping.error()};
+  const GemmMapping& g = mapping.value();
+  Result<Stages> stages = read_stages(ctx, g);
+  if (!stages)
+    return Error{stages.error()};
+  const Stages& s = stages.value();
+
+  std::string eps = "0.0f";
+  if (s.norm) {
+    eps = ops::cuda_float(std::get<double>(s.norm->attrs.at("eps")));
+    if (eps.find("__") != std::string::npos)
+      return Error{s.norm->op + " eps " + format_double(std::get<double>(s.norm->attrs.at("eps"))) +
+                   " is not finite"};
+  }
+
+  const Params args{{{"const FusegenArgs&", "args"}}};
+  const Params batch_args{{{"const FusegenArgs&", "args"}, {"long long", "batch"}}};
+  auto element = [](const char* a, const char* b, const char* c) {
+    return Params{{{"const FusegenArgs&", "args"}, {"long long", a}, {"long long", b}, {"long long", c}}};
+  };
+  Params value_params = element("batch", "m", "n");
+  Params epilogue_params = value_params;
+  epilogue_params.list.push_back({"float", "acc"});
+  Params norm_params = value_params;
+  norm_params.list.push_back({"float", "normalized"});
+
+  KernelSource source;
+  source.template_file = "gemm.cu";
+  auto& hooks = source.hooks;
+  hooks["tile_m"] = constant_hook("kTileM", kTile);
+  hooks["tile_n"] = constant_hook("kTileN", kTile);
+  hooks["tile_k"] = constant_hook("kTileK", kTileK);
+  hooks["threads"] = constant_hook("kThreads", kThreads);
+  // 0: SIMT fp32 FMA, for strict and (for now) tf32 precision alike.
+  hooks["inner_product"] = constant_hook("kInnerProduct", 0);
+  hooks["a_along_k"] = bool_hook("kLoadAAlongK", g.a_along_k);
+  hooks["b_along_k"] = bool_hook("kLoadBAlongK", g.b_along_k);
+  hooks["norm_group"] = constant_hook("kNormGroup", s.norm_group);
+  hooks["norm_eps"] = "constexpr float kNormEps = " + eps + ";";
+  hooks["stats_group"] = constant_hook("kStatsGroup", s.stats_group);
+  hooks["row_reduce"] = constant_hook("kRowReduce", static_cast<int>(s.row_reduce));
+  hooks["rows"] = hook("long long", "gemm_rows", args, returns(g.rows));
+  hooks["cols"] = hook("long long", "gemm_cols", args, returns(g.cols));
+  hooks["depth"] = hook("long long", "gemm_depth", args, returns(g.depth));
+  hooks["batches"] = hook("long long", "gemm_batches", args, returns(g.batches));
+  hooks["a_offset"] = hook("long long", "a_offset", batch_args, g.a_offset);
+  hooks["b_offset"] = hook("long long", "b_offset", batch_args, g.b_offset);
+  hooks["load_a"] = hook("float", "load_a", element("a_base", "m", "k"), g.load_a);
+  hooks["load_b"] = hook("float", "load_b", element("b_base", "k", "n"), g.load_b);
+  hooks["epilogue"] = hook("float", "epilogue", epilogue_params, epilogue_body(ctx, g, s));
+  hooks["norm_apply"] = hook("float", "norm_apply", norm_params, norm_apply_body(ctx, s));
+  hooks["stats_slot"] = hook("float*", "stats_slot", element("batch", "row_tile", "n"), stats_slot_body(ctx, g, s));
+  Params row_params = batch_args;
+  row_params.list.push_back({"long long", "m"});
+  hooks["reduce_slot"] = hook("float*", "reduce_slot", row_params, reduce_slot_body(ctx, s));
+  hooks["entry"] = entry_hook(ctx, "kThreads, kMinBlocksPerSM", "gemm_main(args);");
+
+  source.launch.grid = {grid_stride_blocks(ctx, g.launch_cols, kTile, kMaxGridX),
+                        grid_stride_blocks(ctx, g.launch_rows, kTile, kMaxGridYZ),
+                        grid_stride_blocks(ctx, g.launch_batches, 1, kMaxGridYZ)};
+  source.launch.block = kThreads;
+  source.launch.shared_bytes = 0; // static shared memory only (about 18 KB)
+  if (s.reduce) {
+    float start = s.row_reduce == RowReduce::Min ? std::numeric_limits<float>::infinity()
+                                                 : -std::numeric_limits<float>::infinity();
+    source.launch.fills.push_back({ctx.plan().buffer_of(s.reduce->result), start});
+  }
+  return source;
+}
 
 } // namespace fusegen::codegen

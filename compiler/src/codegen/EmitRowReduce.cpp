@@ -1,8 +1,406 @@
-// Placeholder until the row_reduce emitter lands (being written now).
+// Row reductions (templates/row_reduce.cu): a normalization or reduction over
+// the trailing dims of its input, with an optional pointwise prologue on the
+// input, a pointwise epilogue on the result, and optionally a reduction over
+// the normalized rows (e.g. group_norm then min over dim 1).
+//
+// The input is cut into contiguous segments: one per output element of a
+// reduction, one per normalized row (group_norm: per (sample, group)). Short
+// segments go to warp slices (several per block), long ones to a whole block;
+// normalized segments are cached in shared memory between passes when they fit.
+// See docs/kernels-reduce.md.
 #include "codegen/Emitters.h"
+#include "codegen/HookBody.h"
+#include "codegen/KernelParts.h"
+#include "codegen/PointwiseEmitter.h"
+#include "fusegen/OpRegistry.h"
+#include "ops/OpHelpers.h"
+#include "plan/PlanQueries.h"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <set>
 
 namespace fusegen::codegen {
+namespace {
 
-Result<KernelSource> emit_row_reduce(const EmitContext&) { return Error{"no emitter for row_reduce kernels yet"}; }
+constexpr int kBlock = 256;              // threads per block
+constexpr int kLongRowBlock = 512;       // for segments of kLongRow elements or more
+constexpr int64_t kLongRow = 32768;
+constexpr int64_t kWarpSliceMax = 1024;  // segments up to this long go to warp slices
+constexpr int64_t kCacheBytes = 64 * 1024; // shared-memory row cache per block (above 48 KiB: opt-in)
+constexpr int64_t kMaxBlocks = 65536;      // grid-stride beyond this
+
+// ---- what the kernel computes ----
+
+std::optional<std::string> anchor_constant(const std::string& op) {
+  if (op == "sum") return "kRowSum";
+  if (op == "mean") return "kRowMean";
+  if (op == "amax" || op == "max") return "kRowMax";
+  if (op == "amin" || op == "min") return "kRowMin";
+  if (op == "logsumexp") return "kRowLogSumExp";
+  if (op == "group_norm" || op == "layer_norm" || op == "instance_norm") return "kRowMoments";
+  if (op == "softmax") return "kRowSoftmax";
+  if (op == "log_softmax") return "kRowLogSoftmax";
+  return std::nullopt;
+}
+
+bool is_reduction(const std::string& op) { return op == "sum" || op == "mean" || op == "amax" || op == "max" ||
+                                                   op == "amin" || op == "min" || op == "logsumexp"; }
+bool is_moments(const std::string& op) { return op == "group_norm" || op == "layer_norm" || op == "instance_norm"; }
+
+// How the anchor's input splits into segments, and how the kernel runs them.
+struct RowShape {
+  const Node* anchor = nullptr;
+  const Node* final_op = nullptr; // the fused reduction of stage 1, if any
+  Shape input;                    // the anchor input's shape
+  size_t first_reduced = 0;       // the trailing dims from here on are reduced
+  int64_t groups = 1;             // segments per row: num_groups for group_norm
+  std::string segments;           // device: number of segments
+  std::string length;             // device: elements per segment
+  std::optional<int64_t> length_value;
+  SizeExpr items;                 // host: grid-stride items
+  int block = kBlock;
+  int team = kBlock;
+  int segments_per_item = 1;
+  int64_t cache_floats = 0;
+};
+
+std::optional<int64_t> constant_product(const Shape& shape, size_t first, size_t last) {
+  return shape_numel(Shape(shape.begin() + static_cast<std::ptrdiff_t>(first),
+                           shape.begin() + static_cast<std::ptrdiff_t>(last)));
+}
+
+int next_power_of_two(int64_t value, int cap) {
+  int p = 1;
+  while (p < cap && p < value)
+    p *= 2;
+  return p;
+}
+
+// Segment count and length in device code; group_norm splits each sample
+// into num_groups segments of C/G channels times the spatial size.
+void describe_segments(const EmitContext& ctx, RowShape& row) {
+  const Shape& s = row.input;
+  size_t rank = s.size();
+  if (row.anchor->op != "group_norm") {
+    row.segments = ctx.product(s, 0, row.first_reduced);
+    row.length = ctx.product(s, row.first_reduced, rank);
+    row.length_value = constant_product(s, row.first_reduced, rank);
+    return;
+  }
+  row.groups = std::get<int64_t>(row.anchor->attrs.at("num_groups"));
+  std::string groups = std::to_string(row.groups) + "LL";
+  std::string batch = ctx.product(s, 0, 1);
+  row.segments = row.groups == 1 ? batch : "(" + batch + " * " + groups + ")";
+  std::optional<int64_t> spatial = constant_product(s, 2, rank);
+  if (s[1].is_constant()) {
+    Shape per_group = {Dim::constant(s[1].value() / row.groups)};
+    per_group.insert(per_group.end(), s.begin() + 2, s.end());
+    row.length = ctx.product(per_group, 0, per_group.size());
+    if (spatial)
+      row.length_value = s[1].value() / row.groups * *spatial;
+  } else {
+    std::string spatial_text = ctx.product(s, 2, rank);
+    row.length = "(" + ctx.dim(s[1]) + " / " + groups + ")" + (spatial_text == "1LL" ? "" : " * " + spatial_text);
+    row.length = "(" + row.length + ")";
+  }
+}
+
+// Threads per segment, block size, segments per grid-stride item, cache.
+void choose_launch(const EmitContext& ctx, RowShape& row) {
+  bool wide = !row.length_value || *row.length_value > kWarpSliceMax;
+  if (wide) {
+    row.block = !row.length_value || *row.length_value >= kLongRow ? kLongRowBlock : kBlock;
+    row.team = row.block;
+  } else {
+    row.team = next_power_of_two(*row.length_value, 32);
+    // With a final reduction a block handles one row: just enough teams for its segments.
+    row.block = row.final_op ? std::clamp(row.team * next_power_of_two(row.groups, kBlock), 32, kBlock) : kBlock;
+  }
+  int teams = row.block / row.team;
+  row.segments_per_item = row.final_op ? static_cast<int>(row.groups) : teams;
+  bool normalizes = !is_reduction(row.anchor->op);
+  if (normalizes && row.length_value && *row.length_value > 0 && teams * *row.length_value * 4 <= kCacheBytes)
+    row.cache_floats = *row.length_value;
+
+  // Rows of the input (group_norm: samples), each of `groups` segments.
+  SizeExpr rows = ctx.size(row.input, 0, row.first_reduced);
+  if (row.final_op) {
+    row.items = rows; // an item is a row of the final reduction
+  } else {
+    SizeExpr segments = row.groups > 1 ? ctx.mul(rows, ctx.constant(row.groups)) : rows;
+    row.items = row.segments_per_item == 1 ? segments : ctx.ceil_div(segments, row.segments_per_item);
+  }
+}
+
+// One block per item up to kMaxBlocks (the kernel grid-strides beyond).
+SizeExpr grid_blocks(const EmitContext& ctx, const SizeExpr& items) {
+  if (items.value)
+    return ctx.constant(std::clamp<int64_t>(*items.value, 1, kMaxBlocks));
+  std::string c = items.c, limit = std::to_string(kMaxBlocks) + "LL";
+  return {"(" + c + " < 1LL ? 1LL : (" + c + " > " + limit + " ? " + limit + " : " + c + "))", std::nullopt};
+}
+
+// ---- checks: the kernel has the shape the planner promises ----
+
+std::set<ValueId> results_of(const Fusion& fusion, const std::vector<NodeId>& nodes) {
+  std::set<ValueId> values;
+  for (NodeId id : nodes)
+    values.insert(fusion.node(id).result);
+  return values;
+}
+
+std::vector<NodeId> stage_nodes(const Stage& stage) {
+  std::vector<NodeId> nodes;
+  if (stage.op != kNoId)
+    nodes.push_back(stage.op);
+  nodes.insert(nodes.end(), stage.pointwise.begin(), stage.pointwise.end());
+  return nodes;
+}
+
+// Every operand computed in this kernel must come from the part that holds it:
+// the prologue feeds the anchor's input, each stage's epilogue its own stage.
+Status check_dataflow(const EmitContext& ctx) {
+  const Fusion& fusion = ctx.fusion();
+  const KernelStep& step = ctx.step();
+  std::set<ValueId> in_kernel = results_of(fusion, step.nodes());
+  std::set<ValueId> prologue = results_of(fusion, step.prologue);
+  for (const auto& [value, buffer] : stored_values(ctx))
+    if (prologue.count(value))
+      return Error{"internal error: row_reduce prologue value v" + std::to_string(value) + " is materialized"};
+  for (size_t s = 0; s < step.stages.size(); ++s) {
+    std::set<ValueId> stage = results_of(fusion, stage_nodes(step.stages[s]));
+    std::set<ValueId> feeding = s == 0 ? prologue : results_of(fusion, stage_nodes(step.stages[s - 1]));
+    for (NodeId id : stage_nodes(step.stages[s])) {
+      const Node& node = fusion.node(id);
+      for (size_t slot = 0; slot < node.operands.size(); ++slot) {
+        ValueId operand = node.operands[slot];
+        if (operand == kNoId || !in_kernel.count(operand) || stage.count(operand))
+          continue;
+        if (!(id == step.stages[s].op && slot == 0 && feeding.count(operand)))
+          return Error{"internal error: " + node.op + " in row_reduce kernel " + step.name +
+                       " uses a value computed in another part of the kernel"};
+      }
+    }
+  }
+  return {};
+}
+
+Result<RowShape> analyze(const EmitContext& ctx) {
+  const Fusion& fusion = ctx.fusion();
+  const KernelStep& step = ctx.step();
+  if (step.stages.empty() || step.stages.size() > 2 || step.stages[0].op == kNoId)
+    return Error{"internal error: row_reduce kernel " + step.name + " needs an anchor and at most one fused reduction"};
+  if (step.stats_out != kNoId)
+    return Error{"internal error: row_reduce kernels do not emit partial statistics"};
+  RowShape row;
+  row.anchor = &fusion.node(step.stages[0].op);
+  if (!anchor_constant(row.anchor->op))
+    return Error{"row_reduce: " + row.anchor->op + " is not a reduction or row normalization"};
+  row.input = fusion.value(row.anchor->operands[0]).type.shape;
+  std::vector<int64_t> dims = plan::reduced_dims(fusion, *row.anchor);
+  size_t rank = row.input.size();
+  if (rank > 0 && !plan::are_trailing(dims, rank))
+    return Error{"row_reduce: " + row.anchor->op + " does not reduce the trailing dims of " + shape_str(row.input) +
+                 " (a generic_reduce kernel handles that)"};
+  row.first_reduced = rank == 0 ? 0 : static_cast<size_t>(dims.front());
+  if (step.stages.size() == 2) {
+    const Stage& final_stage = step.stages[1];
+    if (final_stage.op == kNoId || !is_reduction(fusion.node(final_stage.op).op) || is_reduction(row.anchor->op) ||
+        plan::reduced_dims(fusion, fusion.node(final_stage.op)) != dims)
+      return Error{"internal error: row_reduce kernel " + step.name +
+                   " fuses something other than a reduction over the normalized rows"};
+    row.final_op = &fusion.node(final_stage.op);
+    if (row.final_op->operands[0] != fusion.node(step.stages[0].pointwise.empty()
+                                                     ? step.stages[0].op
+                                                     : step.stages[0].pointwise.back()).result)
+      return Error{"internal error: the fused reduction of " + step.name + " does not reduce the normalized rows"};
+  }
+  if (Status flow = check_dataflow(ctx); !flow)
+    return Error{flow.error()};
+  describe_segments(ctx, row);
+  choose_launch(ctx, row);
+  return row;
+}
+
+// ---- hook bodies ----
+
+const char* kLoadParams = "const FusegenArgs& args, long long segment, long long i";
+const char* kElementParams = "const FusegenArgs& args, long long segment, long long i, float value";
+
+std::string element_index(const RowShape& row) { return "const long long index = segment * " + row.length + " + i;"; }
+
+// The anchor's input element i of a segment, prologue applied.
+std::vector<std::string> load_body(const EmitContext& ctx, const RowShape& row) {
+  Body body;
+  body.declare("index", element_index(row));
+  declare_coordinates(ctx, row.input, "index", body);
+  PointwiseEmitter pointwise(ctx, body.lines(), row.input, coord_names(row.input.size()));
+  bind_domain_loads(ctx, row.input, "index", body, pointwise);
+  std::string x = pointwise.value(row.anchor->operands[0]);
+  body.lines().push_back("return " + x + ";");
+  return body.finish({"args", "segment", "i"});
+}
+
+// Stores every materialized value computed in `stage` at flat index `index`.
+void store_stage(const EmitContext& ctx, const Stage& stage, const std::string& index, PointwiseEmitter& pointwise,
+                 Body& body) {
+  std::set<ValueId> computed = results_of(ctx.fusion(), stage_nodes(stage));
+  for (const auto& [value, buffer] : stored_values(ctx))
+    if (computed.count(value))
+      body.lines().push_back(ctx.buffer(buffer) + "[" + index + "] = " + pointwise.value(value) + ";");
+}
+
+// One result of the anchor reduction: epilogue and stores at the segment's output element.
+std::vector<std::string> store_segment_body(const EmitContext& ctx, const RowShape& row) {
+  const std::vector<std::string> params = {"args", "segment", "value"};
+  if (!is_reduction(row.anchor->op))
+    return Body().finish(params);
+  Body body;
+  const Shape& result = ctx.fusion().value(row.anchor->result).type.shape;
+  declare_coordinates(ctx, result, "segment", body);
+  PointwiseEmitter pointwise(ctx, body.lines(), result, coord_names(result.size()));
+  bind_domain_loads(ctx, result, "segment", body, pointwise);
+  pointwise.bind(row.anchor->result, "value");
+  store_stage(ctx, ctx.step().stages[0], "segment", pointwise, body);
+  return body.finish(params);
+}
+
+// The channel whose affine params apply to element i of a segment.
+std::string affine_index(const EmitContext& ctx, const RowShape& row) {
+  const Shape& s = row.input;
+  const std::string& op = row.anchor->op;
+  if (op == "layer_norm")
+    return "i"; // position inside the normalized dims
+  if (op == "instance_norm")
+    return "segment % " + ctx.dim(s[1]);
+  // group_norm: the segment's first channel plus the channel within the group.
+  std::string spatial = ctx.product(s, 2, s.size());
+  std::string within = spatial == "1LL" ? "i" : "i / " + spatial;
+  if (row.groups == 1)
+    return within;
+  std::string per_group = s[1].is_constant() ? std::to_string(s[1].value() / row.groups) + "LL"
+                                             : "(" + ctx.dim(s[1]) + " / " + std::to_string(row.groups) + "LL)";
+  return "(segment % " + std::to_string(row.groups) + "LL) * " + per_group + " + " + within;
+}
+
+// `value` with the normalization's optional weight and bias applied.
+Result<std::string> affine(const EmitContext& ctx, const RowShape& row, Body& body) {
+  const OpDef& op = plan::op_of(*row.anchor);
+  std::string result = "value";
+  for (const char* param : {"weight", "bias"}) {
+    int slot = op.tensor_slot(param);
+    ValueId tensor = slot < 0 ? kNoId : row.anchor->operands[static_cast<size_t>(slot)];
+    if (tensor == kNoId)
+      continue;
+    if (!ctx.is_materialized(tensor))
+      return Error{"internal error: " + row.anchor->op + " " + param + " is not in memory"};
+    std::string element = ctx.value_buffer(tensor) + "[channel]";
+    result = "(" + result + (std::string(param) == "weight" ? " * " : " + ") + element + ")";
+  }
+  if (result != "value")
+    body.declare("channel", "const long long channel = " + affine_index(ctx, row) + ";");
+  return result;
+}
+
+// One normalized element: affine params, epilogue, stores; returns what the
+// final reduction folds.
+Result<std::vector<std::string>> store_element_body(const EmitContext& ctx, const RowShape& row) {
+  const std::vector<std::string> params = {"args", "segment", "i", "value"};
+  Body body;
+  if (is_reduction(row.anchor->op)) {
+    body.lines().push_back("return value;");
+    return body.finish(params);
+  }
+  body.declare("index", element_index(row));
+  std::string result = "value"; // softmax, or a normalization without weight and bias
+  if (is_moments(row.anchor->op)) {
+    Result<std::string> scaled = affine(ctx, row, body);
+    if (!scaled)
+      return Error{scaled.error()};
+    if (scaled.value() != "value") {
+      body.declare("y", "const float y = " + scaled.value() + ";");
+      result = "y";
+    }
+  }
+  declare_coordinates(ctx, row.input, "index", body);
+  PointwiseEmitter pointwise(ctx, body.lines(), row.input, coord_names(row.input.size()));
+  bind_domain_loads(ctx, row.input, "index", body, pointwise);
+  pointwise.bind(row.anchor->result, result);
+  store_stage(ctx, ctx.step().stages[0], "index", pointwise, body);
+  std::string folded = row.final_op ? pointwise.value(row.final_op->operands[0]) : "value";
+  body.lines().push_back("return " + folded + ";");
+  return body.finish(params);
+}
+
+// One result of the final reduction: epilogue and stores at the row's output element.
+std::vector<std::string> store_final_body(const EmitContext& ctx, const RowShape& row) {
+  const std::vector<std::string> params = {"args", "item", "value"};
+  if (!row.final_op)
+    return Body().finish(params);
+  Body body;
+  const Shape& result = ctx.fusion().value(row.final_op->result).type.shape;
+  declare_coordinates(ctx, result, "item", body);
+  PointwiseEmitter pointwise(ctx, body.lines(), result, coord_names(result.size()));
+  bind_domain_loads(ctx, result, "item", body, pointwise);
+  pointwise.bind(row.final_op->result, "value");
+  store_stage(ctx, ctx.step().stages[1], "item", pointwise, body);
+  return body.finish(params);
+}
+
+std::vector<std::string> return_size(const std::string& expr) {
+  std::vector<std::string> body = {"return " + expr + ";"};
+  if (!uses(expr, "args"))
+    body.insert(body.begin(), "(void)args;");
+  return body;
+}
+
+std::string constant_text_hook(const std::string& type, const std::string& name, const std::string& value) {
+  return "constexpr " + type + " " + name + " = " + value + ";";
+}
+
+} // namespace
+
+Result<KernelSource> emit_row_reduce(const EmitContext& ctx) {
+  Result<RowShape> analyzed = analyze(ctx);
+  if (!analyzed)
+    return Error{analyzed.error()};
+  const RowShape& row = analyzed.value();
+  if (stored_values(ctx).empty())
+    return Error{"internal error: row_reduce kernel " + ctx.step().name + " stores nothing"};
+  Result<std::vector<std::string>> element = store_element_body(ctx, row);
+  if (!element)
+    return Error{element.error()};
+
+  KernelSource source;
+  source.template_file = "row_reduce.cu";
+  source.hooks["block_size"] = constant_hook("kBlockSize", row.block);
+  source.hooks["team_size"] = constant_hook("kTeamSize", row.team);
+  source.hooks["segments_per_item"] = constant_hook("kSegmentsPerItem", row.segments_per_item);
+  source.hooks["cache_floats"] = constant_hook("kCacheFloats", row.cache_floats);
+  source.hooks["anchor"] = constant_text_hook("int", "kAnchor", *anchor_constant(row.anchor->op));
+  source.hooks["final_op"] =
+      constant_text_hook("int", "kFinalOp", row.final_op ? *anchor_constant(row.final_op->op) : "kRowNone");
+  double eps = is_moments(row.anchor->op) ? std::get<double>(row.anchor->attrs.at("eps")) : 0.0;
+  source.hooks["eps"] = constant_text_hook("float", "kEps", ops::cuda_float(eps));
+  source.hooks["num_segments"] =
+      function_hook("long long", "num_segments", "const FusegenArgs& args", return_size(row.segments));
+  source.hooks["segment_length"] =
+      function_hook("long long", "segment_length", "const FusegenArgs& args", return_size(row.length));
+  source.hooks["load"] = function_hook("float", "load", kLoadParams, load_body(ctx, row));
+  source.hooks["store_segment"] = function_hook("void", "store_segment",
+                                                "const FusegenArgs& args, long long segment, float value",
+                                                store_segment_body(ctx, row));
+  source.hooks["store_element"] = function_hook("float", "store_element", kElementParams, element.value());
+  source.hooks["store_final"] = function_hook("void", "store_final",
+                                              "const FusegenArgs& args, long long item, float value",
+                                              store_final_body(ctx, row));
+  source.hooks["entry"] = entry_hook(ctx, "kBlockSize", "row_reduce_main(args);");
+  source.launch.grid = {grid_blocks(ctx, row.items), ctx.constant(1), ctx.constant(1)};
+  source.launch.block = row.block;
+  source.launch.shared_bytes = row.block / row.team * row.cache_floats * 4;
+  return source;
+}
 
 } // namespace fusegen::codegen

@@ -147,9 +147,15 @@ void write_launcher(const Plan& plan, const GeneratedFusion& fusion, CodeWriter&
         for (const Dim& d : plan.buffer(fill.buffer).shape)
           count += " * " + (d.is_constant() ? std::to_string(d.value()) + "LL" : d.name());
       }
+      // The value travels as its bit pattern: exact for infinities and NaN
+      // (__int_as_float is device-only, so convert on the host).
+      w.open("");
+      w.line("const int bits = " + std::to_string(std::bit_cast<int32_t>(fill.value)) + ";");
+      w.line("float value;");
+      w.line("__builtin_memcpy(&value, &bits, sizeof value);");
       w.line("fusegen_fill<<<dim3((unsigned)((" + count + " + 255) / 256)), dim3(256), 0, stream>>>(args.buf[" +
-             std::to_string(fill.buffer) + "], __int_as_float(" + std::to_string(std::bit_cast<int32_t>(fill.value)) +
-             "), " + count + ");");
+             std::to_string(fill.buffer) + "], value, " + count + ");");
+      w.close();
     }
     // C linkage, but C++ lookup still goes through the instance's namespace.
     const std::string qualified = kernel.name + "_impl::" + kernel.name;

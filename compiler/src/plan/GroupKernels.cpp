@@ -119,8 +119,8 @@ private:
     kernels_[static_cast<size_t>(k)].set_tail(node.result, true);
     producer_[node.result] = k;
     if (target >= 0)
-      note(k, "starts a new kernel: " + node.op + " changes the domain of " +
-                  kernels_[static_cast<size_t>(target)].step.name + "'s result or needs a value it does not hold");
+      note(k, "starts a new kernel: " + node.op + " changes the domain of kernel " + std::to_string(target) +
+                  "'s result or needs a value it does not hold");
   }
 
   bool can_extend(int target, const Node& node) const {
@@ -179,6 +179,16 @@ private:
     return fusion_.node(open.step.stages.at(stage).op);
   }
 
+  // The rows of the kernel's [M, C] result are rows of the GEMM itself
+  // (linear, or matmul of two matrices), so a tile holds whole rows' columns.
+  bool result_rows_are_gemm_rows(const Open& open) const {
+    const Node& contraction = stage_op(open, 0);
+    if (contraction.op == "linear")
+      return true;
+    return contraction.op == "matmul" && fusion_.value(contraction.operands[0]).type.rank() == 2 &&
+           fusion_.value(contraction.operands[1]).type.rank() == 2;
+  }
+
   // GEMM + group_norm/layer_norm over rows of [M, C] whose groups fit a tile:
   // the tile computes the statistics itself, so the chain stays one kernel.
   bool try_fuse_norm_into_gemm(const Node& node) {
@@ -188,7 +198,7 @@ private:
       return false;
     Open& open = kernels_[static_cast<size_t>(k)];
     if (open.step.kind != KernelKind::Gemm || open.step.stages.size() != 1 ||
-        open.step.stats_out != kNoId || stage_op(open, 0).op == "conv2d")
+        open.step.stats_out != kNoId || !result_rows_are_gemm_rows(open))
       return false;
     int64_t width = row_group_width(fusion_, node);
     if (width <= 0 || options_.gemm_tile_n % width != 0 || !used_only_by(input, node.id)) {
@@ -219,7 +229,13 @@ private:
       return false;
     const Shape& shape = fusion_.value(input).type.shape;
     int64_t groups = std::get<int64_t>(node.attrs.at("num_groups"));
-    if (!shape[1].is_constant() || groups <= 0 || options_.gemm_tile_n % (shape[1].value() / groups) != 0)
+    if (shape.size() != 4 || !shape[1].is_constant() || groups <= 0)
+      return false;
+    int64_t per_group = shape[1].value() / groups;
+    // Each norm group must lie inside one column tile and one conv group.
+    int64_t conv_groups = std::get<int64_t>(stage_op(open, 0).attrs.at("groups"));
+    int64_t per_conv_group = shape[1].value() / std::max<int64_t>(conv_groups, 1);
+    if (options_.gemm_tile_n % per_group != 0 || per_conv_group % per_group != 0)
       return false;
     open.step.stats_out = node.id;
     open.set_tail(kNoId, true);
@@ -251,7 +267,7 @@ private:
       Open& open = kernels_[static_cast<size_t>(k)];
       from_gemm = open.step.kind == KernelKind::Gemm && open.step.stages.size() == 1 &&
                   open.step.stats_out == kNoId && fusion_.value(input).type.rank() == 2 &&
-                  stage_op(open, 0).op != "conv2d" && used_only_by(input, node.id);
+                  result_rows_are_gemm_rows(open) && used_only_by(input, node.id);
       if (from_gemm) {
         open.step.stats_out = node.id;
         open.set_tail(kNoId, true);
@@ -276,6 +292,8 @@ private:
     if (k < 0 || !used_only_by(input, node.id))
       return false;
     Open& open = kernels_[static_cast<size_t>(k)];
+    if (open.step.kind != KernelKind::Gemm && open.step.kind != KernelKind::RowReduce)
+      return false; // an elementwise producer becomes a prologue instead
     const Node& last = stage_op(open, open.step.stages.size() - 1);
     std::vector<int64_t> dims = reduced_dims(fusion_, node);
     if (open.step.kind == KernelKind::Gemm && open.step.stages.size() == 2 &&

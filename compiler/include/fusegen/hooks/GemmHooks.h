@@ -5,6 +5,32 @@
 namespace fusegen::templates {
 
 inline constexpr HookSpec kGemmHooks[] = {
+    {"tile_m", HookKind::Constant, "kTileM", "const int"},
+    {"tile_n", HookKind::Constant, "kTileN", "const int"},
+    {"tile_k", HookKind::Constant, "kTileK", "const int"},
+    {"threads", HookKind::Constant, "kThreads", "const int"},
+    {"inner_product", HookKind::Constant, "kInnerProduct", "const int"},
+    {"a_along_k", HookKind::Constant, "kLoadAAlongK", "const bool"},
+    {"b_along_k", HookKind::Constant, "kLoadBAlongK", "const bool"},
+    {"norm_group", HookKind::Constant, "kNormGroup", "const int"},
+    {"norm_eps", HookKind::Constant, "kNormEps", "const float"},
+    {"stats_group", HookKind::Constant, "kStatsGroup", "const int"},
+    {"row_reduce", HookKind::Constant, "kRowReduce", "const int"},
+    {"rows", HookKind::Function, "gemm_rows", "long long (const FusegenArgs &)"},
+    {"cols", HookKind::Function, "gemm_cols", "long long (const FusegenArgs &)"},
+    {"depth", HookKind::Function, "gemm_depth", "long long (const FusegenArgs &)"},
+    {"batches", HookKind::Function, "gemm_batches", "long long (const FusegenArgs &)"},
+    {"a_offset", HookKind::Function, "a_offset", "long long (const FusegenArgs &, long long)"},
+    {"b_offset", HookKind::Function, "b_offset", "long long (const FusegenArgs &, long long)"},
+    {"load_a", HookKind::Function, "load_a", "float (const FusegenArgs &, long long, long long, long long)"},
+    {"load_b", HookKind::Function, "load_b", "float (const FusegenArgs &, long long, long long, long long)"},
+    {"epilogue", HookKind::Function, "epilogue",
+     "float (const FusegenArgs &, long long, long long, long long, float)"},
+    {"norm_apply", HookKind::Function, "norm_apply",
+     "float (const FusegenArgs &, long long, long long, long long, float)"},
+    {"stats_slot", HookKind::Function, "stats_slot",
+     "float *(const FusegenArgs &, long long, long long, long long)"},
+    {"reduce_slot", HookKind::Function, "reduce_slot", "float *(const FusegenArgs &, long long, long long)"},
     {"entry", HookKind::Function, "fusegen_gemm", "void (FusegenArgs)"},
 };
 

@@ -5,6 +5,19 @@
 namespace fusegen::templates {
 
 inline constexpr HookSpec kRowReduceHooks[] = {
+    {"block_size", HookKind::Constant, "kBlockSize", "const int"},
+    {"team_size", HookKind::Constant, "kTeamSize", "const int"},
+    {"segments_per_item", HookKind::Constant, "kSegmentsPerItem", "const int"},
+    {"cache_floats", HookKind::Constant, "kCacheFloats", "const int"},
+    {"anchor", HookKind::Constant, "kAnchor", "const int"},
+    {"final_op", HookKind::Constant, "kFinalOp", "const int"},
+    {"eps", HookKind::Constant, "kEps", "const float"},
+    {"num_segments", HookKind::Function, "num_segments", "long long (const FusegenArgs &)"},
+    {"segment_length", HookKind::Function, "segment_length", "long long (const FusegenArgs &)"},
+    {"load", HookKind::Function, "load", "float (const FusegenArgs &, long long, long long)"},
+    {"store_segment", HookKind::Function, "store_segment", "void (const FusegenArgs &, long long, float)"},
+    {"store_element", HookKind::Function, "store_element", "float (const FusegenArgs &, long long, long long, float)"},
+    {"store_final", HookKind::Function, "store_final", "void (const FusegenArgs &, long long, float)"},
     {"entry", HookKind::Function, "fusegen_row_reduce", "void (FusegenArgs)"},
 };
 

@@ -1,0 +1,337 @@
+// fusegen template: normalization or reduction over the trailing dims (fp32).
+//
+// The input is viewed as `num_segments()` contiguous segments of
+// `segment_length()` elements: one per output element of a reduction, per
+// normalized row (group_norm: per (sample, group)). A team of kTeamSize
+// threads handles one segment at a time: a warp slice (1..32 threads, for
+// short segments) or the whole block. The template owns the numerics:
+//   reductions   one pass: sum, mean (sum / count), max and min propagating
+//                NaN (NaN for an empty segment), logsumexp as a running
+//                (max, scaled sum) pair rescaled when the max grows, so large
+//                inputs do not overflow and an all -inf segment gives -inf;
+//   moments      group/layer/instance_norm: mean, then the centered sum of
+//                squares (biased variance, two passes), then
+//                (x - mean) * 1/sqrt(var + eps) handed to store_element;
+//   softmax      max, then the sum of exp(x - max), then exp(x - max) / sum
+//   log_softmax  or (x - max) - log(sum).
+// Passes after the first read the segment back from a shared-memory cache
+// when kCacheFloats > 0 (the segment fits), else reload it through load().
+// Accumulation is in float; every team and block reduction runs in a fixed
+// order, so results are deterministic for a given launch.
+//
+// Work items: the grid strides over items of kSegmentsPerItem consecutive
+// segments, spread over the block's teams. With kFinalOp set (a reduction
+// over the same rows fused after a normalization), an item is one row of the
+// final reduction: every element store_element returns is folded into it,
+// and the block's total goes to store_final.
+//
+// Hook contract (checked by fusegen-template-tool against RowReduceHooks.h):
+//   "block_size"        constexpr int kBlockSize        threads per block (multiple of 32)
+//   "team_size"         constexpr int kTeamSize         threads per segment: 1, 2, .., 32
+//                                                       or kBlockSize
+//   "segments_per_item" constexpr int kSegmentsPerItem  segments per grid-stride item
+//   "cache_floats"      constexpr int kCacheFloats      shared-memory cache per team in
+//                                                       floats (0: reload); the launch's
+//                                                       dynamic shared memory holds
+//                                                       kBlockSize / kTeamSize of them
+//   "anchor"            constexpr int kAnchor           kRowSum .. kRowLogSoftmax below
+//   "final_op"          constexpr int kFinalOp          kRowNone or a reduction kRowSum .. kRowLogSumExp
+//   "eps"               constexpr float kEps            moments only
+//   "num_segments"      long long num_segments(args)
+//   "segment_length"    long long segment_length(args)
+//   "load"              float load(args, segment, i)    input element i, prologue applied
+//   "store_segment"     void store_segment(args, segment, value)    reductions: result,
+//                                                       epilogue and stores
+//   "store_element"     float store_element(args, segment, i, value) normalizations:
+//                                                       affine, epilogue, stores; returns the
+//                                                       value the final reduction folds
+//   "store_final"       void store_final(args, item, value)  final reduction's epilogue
+//   "entry"             the __global__ kernel; the generator renames it
+//
+// Compiles alone with nvcc and NVRTC (helpers.cu is the only include, and
+// the generator emits it once at the top of a generated file instead).
+
+#ifndef FUSEGEN_HELPERS_DEFINED
+#include "helpers.cu"
+#endif
+
+// What the anchor computes (kAnchor), and the fused final reduction (kFinalOp).
+constexpr int kRowNone = -1;
+constexpr int kRowSum = 0;
+constexpr int kRowMean = 1;
+constexpr int kRowMax = 2;
+constexpr int kRowMin = 3;
+constexpr int kRowLogSumExp = 4;
+constexpr int kRowMoments = 5; // group_norm, layer_norm, instance_norm
+constexpr int kRowSoftmax = 6;
+constexpr int kRowLogSoftmax = 7;
+
+FUSEGEN_HOOK("block_size") constexpr int kBlockSize = 256;
+
+FUSEGEN_HOOK("team_size") constexpr int kTeamSize = 256;
+
+FUSEGEN_HOOK("segments_per_item") constexpr int kSegmentsPerItem = 1;
+
+FUSEGEN_HOOK("cache_floats") constexpr int kCacheFloats = 0;
+
+FUSEGEN_HOOK("anchor") constexpr int kAnchor = kRowSum;
+
+FUSEGEN_HOOK("final_op") constexpr int kFinalOp = kRowNone;
+
+FUSEGEN_HOOK("eps") constexpr float kEps = 1e-5f;
+
+FUSEGEN_HOOK("num_segments")
+__device__ __forceinline__ long long num_segments(const FusegenArgs& args) { return args.dim[0]; }
+
+FUSEGEN_HOOK("segment_length")
+__device__ __forceinline__ long long segment_length(const FusegenArgs& args) { return args.dim[1]; }
+
+FUSEGEN_HOOK("load")
+__device__ __forceinline__ float load(const FusegenArgs& args, long long segment, long long i) {
+  return args.buf[0][segment * args.dim[1] + i];
+}
+
+FUSEGEN_HOOK("store_segment")
+__device__ __forceinline__ void store_segment(const FusegenArgs& args, long long segment, float value) {
+  args.buf[1][segment] = value;
+}
+
+FUSEGEN_HOOK("store_element")
+__device__ __forceinline__ float store_element(const FusegenArgs& args, long long segment, long long i, float value) {
+  args.buf[1][segment * args.dim[1] + i] = value;
+  return value;
+}
+
+FUSEGEN_HOOK("store_final")
+__device__ __forceinline__ void store_final(const FusegenArgs& args, long long item, float value) {
+  args.buf[2][item] = value;
+}
+
+constexpr int kTeams = kBlockSize / kTeamSize;
+constexpr int kWarps = kBlockSize / 32;
+
+static_assert(kBlockSize > 0 && kBlockSize <= 1024 && kBlockSize % 32 == 0,
+              "kBlockSize must be a multiple of 32 in [32, 1024]");
+static_assert(kTeamSize == kBlockSize ||
+                  (kTeamSize >= 1 && kTeamSize <= 32 && (kTeamSize & (kTeamSize - 1)) == 0),
+              "kTeamSize must be a power of two up to 32, or kBlockSize");
+static_assert(kSegmentsPerItem >= 1 && kCacheFloats >= 0, "bad segments_per_item or cache_floats");
+static_assert(kAnchor >= kRowSum && kAnchor <= kRowLogSoftmax, "unknown anchor");
+static_assert(kFinalOp == kRowNone || (kFinalOp >= kRowSum && kFinalOp <= kRowLogSumExp && kAnchor >= kRowMoments),
+              "a final reduction follows a normalization and is one of kRowSum .. kRowLogSumExp");
+
+// ---- reduction state and its combination (one definition for every op) ----
+
+// value: the sum, the extremum, or for logsumexp the running maximum; scaled
+// (logsumexp only): the sum of exp(x - row_shift(value)).
+struct RowAcc {
+  float value;
+  float scaled;
+};
+
+// logsumexp shifts by the maximum, by 0 where the maximum is infinite (torch).
+__device__ __forceinline__ float row_shift(float max) { return isinf(max) ? 0.0f : max; }
+
+// `scaled` re-expressed against a new maximum; an empty sum stays 0 (its
+// -inf maximum would give 0 * inf otherwise).
+__device__ __forceinline__ float row_rescale(float scaled, float old_max, float new_max) {
+  return scaled == 0.0f ? 0.0f : scaled * expf(row_shift(old_max) - row_shift(new_max));
+}
+
+template <int Op>
+__device__ __forceinline__ RowAcc row_identity() {
+  if constexpr (Op == kRowMax || Op == kRowLogSumExp)
+    return {-__int_as_float(0x7f800000), 0.0f};
+  else if constexpr (Op == kRowMin)
+    return {__int_as_float(0x7f800000), 0.0f};
+  else
+    return {0.0f, 0.0f};
+}
+
+template <int Op>
+__device__ __forceinline__ RowAcc row_add(RowAcc acc, float x) {
+  if constexpr (Op == kRowMax) {
+    acc.value = fusegen_maximum(acc.value, x);
+  } else if constexpr (Op == kRowMin) {
+    acc.value = fusegen_minimum(acc.value, x);
+  } else if constexpr (Op == kRowLogSumExp) {
+    const float max = fusegen_maximum(acc.value, x);
+    acc.scaled = row_rescale(acc.scaled, acc.value, max) + expf(x - row_shift(max));
+    acc.value = max;
+  } else {
+    acc.value += x;
+  }
+  return acc;
+}
+
+// Commutative (bit for bit), so both lanes of a butterfly get the same value.
+template <int Op>
+__device__ __forceinline__ RowAcc row_merge(RowAcc a, RowAcc b) {
+  if constexpr (Op == kRowLogSumExp) {
+    const float max = fusegen_maximum(a.value, b.value);
+    return {max, row_rescale(a.scaled, a.value, max) + row_rescale(b.scaled, b.value, max)};
+  } else {
+    return row_add<Op>(a, b.value);
+  }
+}
+
+// The op's result over `count` elements.
+template <int Op>
+__device__ __forceinline__ float row_result(RowAcc acc, long long count) {
+  if constexpr (Op == kRowMean)
+    return acc.value / static_cast<float>(count); // 0/0 = NaN for an empty slice, as torch
+  else if constexpr (Op == kRowMax || Op == kRowMin)
+    return count == 0 ? __int_as_float(0x7fc00000) : acc.value;
+  else if constexpr (Op == kRowLogSumExp)
+    return logf(acc.scaled) + row_shift(acc.value);
+  else
+    return acc.value;
+}
+
+// ---- team and block reductions (every participating thread gets the total) ----
+
+// Butterfly over `width` lanes of the calling warp named by `mask`.
+template <int Op>
+__device__ __forceinline__ RowAcc row_warp_reduce(RowAcc acc, unsigned int mask, int width) {
+  for (int offset = width / 2; offset > 0; offset /= 2) {
+    RowAcc other;
+    other.value = __shfl_xor_sync(mask, acc.value, offset, width);
+    other.scaled = Op == kRowLogSumExp ? __shfl_xor_sync(mask, acc.scaled, offset, width) : 0.0f;
+    acc = row_merge<Op>(acc, other);
+  }
+  return acc;
+}
+
+// Whole block: warps first, then every thread merges the warp totals in
+// warp order. `scratch` holds kWarps entries and is free again on return.
+template <int Op>
+__device__ __forceinline__ RowAcc row_block_reduce(RowAcc acc, RowAcc* scratch) {
+  acc = row_warp_reduce<Op>(acc, 0xffffffffu, 32);
+  if (threadIdx.x % 32 == 0)
+    scratch[threadIdx.x / 32] = acc;
+  __syncthreads();
+  RowAcc total = scratch[0];
+  for (int w = 1; w < kWarps; ++w)
+    total = row_merge<Op>(total, scratch[w]);
+  __syncthreads();
+  return total;
+}
+
+// The lanes of the calling thread's team within its warp (kTeamSize <= 32).
+constexpr unsigned int kTeamLanes = kTeamSize >= 32 ? 0xffffffffu : (1u << (kTeamSize % 32)) - 1u;
+
+__device__ __forceinline__ unsigned int row_team_mask() {
+  if constexpr (kTeamSize >= 32)
+    return kTeamLanes;
+  else
+    return kTeamLanes << ((threadIdx.x % 32) / kTeamSize * kTeamSize);
+}
+
+template <int Op>
+__device__ __forceinline__ RowAcc row_team_reduce(RowAcc acc, RowAcc* scratch) {
+  if constexpr (kTeamSize <= 32)
+    return row_warp_reduce<Op>(acc, row_team_mask(), kTeamSize);
+  else
+    return row_block_reduce<Op>(acc, scratch);
+}
+
+// ---- one segment ----
+
+// Folds every element into the anchor reduction; lane 0 stores the result.
+__device__ __forceinline__ void row_reduce_segment(const FusegenArgs& args, long long segment, long long length,
+                                                   int lane, RowAcc* scratch) {
+  RowAcc acc = row_identity<kAnchor>();
+  for (long long i = lane; i < length; i += kTeamSize)
+    acc = row_add<kAnchor>(acc, load(args, segment, i));
+  acc = row_team_reduce<kAnchor>(acc, scratch);
+  if (lane == 0)
+    store_segment(args, segment, row_result<kAnchor>(acc, length));
+}
+
+// Element i of the segment: from the cache after the first pass when cached.
+__device__ __forceinline__ float row_element(const FusegenArgs& args, long long segment, long long i,
+                                             const float* cache, bool cached) {
+  return cached ? cache[i] : load(args, segment, i);
+}
+
+// Normalizes the segment and stores every element; folds what store_element
+// returns into `final_acc` (the fused final reduction, when there is one).
+__device__ __forceinline__ void row_normalize_segment(const FusegenArgs& args, long long segment, long long length,
+                                                      int lane, float* cache, RowAcc* scratch, RowAcc& final_acc) {
+  constexpr bool kMoments = kAnchor == kRowMoments;
+  constexpr int kFirstOp = kMoments ? kRowSum : kRowMax;
+  // Each thread reads back only the elements it cached itself: no barrier.
+  const bool cached = kCacheFloats > 0 && length <= kCacheFloats;
+  // Pass 1: the sum (moments) or the maximum (softmax).
+  RowAcc first = row_identity<kFirstOp>();
+  for (long long i = lane; i < length; i += kTeamSize) {
+    const float x = load(args, segment, i);
+    if (cached)
+      cache[i] = x;
+    first = row_add<kFirstOp>(first, x);
+  }
+  first = row_team_reduce<kFirstOp>(first, scratch);
+  const float center = kMoments ? first.value / static_cast<float>(length) : first.value; // mean or max
+  // Pass 2: the centered sum of squares (moments) or the sum of exp(x - max).
+  RowAcc second = row_identity<kRowSum>();
+  for (long long i = lane; i < length; i += kTeamSize) {
+    const float d = row_element(args, segment, i, cache, cached) - center;
+    second = row_add<kRowSum>(second, kMoments ? d * d : expf(d));
+  }
+  second = row_team_reduce<kRowSum>(second, scratch);
+  // moments: 1/std from the biased variance; softmax: the sum; log_softmax: its log.
+  const float scale = kMoments ? fusegen_rsqrt(second.value / static_cast<float>(length) + kEps)
+                               : (kAnchor == kRowSoftmax ? second.value : logf(second.value));
+  // Pass 3: normalize, store, fold into the final reduction.
+  for (long long i = lane; i < length; i += kTeamSize) {
+    const float d = row_element(args, segment, i, cache, cached) - center;
+    float y;
+    if constexpr (kAnchor == kRowMoments)
+      y = d * scale;
+    else if constexpr (kAnchor == kRowSoftmax)
+      y = expf(d) / scale;
+    else
+      y = d - scale;
+    const float folded = store_element(args, segment, i, y);
+    if constexpr (kFinalOp != kRowNone)
+      final_acc = row_add<kFinalOp>(final_acc, folded);
+  }
+}
+
+__device__ __forceinline__ void row_reduce_main(const FusegenArgs& args) {
+  __shared__ RowAcc scratch[kWarps];
+  extern __shared__ __align__(16) float fusegen_row_reduce_cache[];
+  constexpr int kFinal = kFinalOp == kRowNone ? kRowSum : kFinalOp;
+  const int team = static_cast<int>(threadIdx.x) / kTeamSize;
+  const int lane = static_cast<int>(threadIdx.x) % kTeamSize;
+  float* cache = fusegen_row_reduce_cache + team * kCacheFloats;
+  const long long segments = num_segments(args);
+  const long long length = segment_length(args);
+  const long long items = (segments + kSegmentsPerItem - 1) / kSegmentsPerItem;
+  for (long long item = blockIdx.x; item < items; item += gridDim.x) {
+    RowAcc final_acc = row_identity<kFinal>();
+    // Loop bounds are uniform per team, so team shuffles and (for one team
+    // per block) block barriers see every thread they expect.
+    for (int s = team; s < kSegmentsPerItem; s += kTeams) {
+      const long long segment = item * kSegmentsPerItem + s;
+      if (segment >= segments)
+        break;
+      if constexpr (kAnchor < kRowMoments)
+        row_reduce_segment(args, segment, length, lane, scratch);
+      else
+        row_normalize_segment(args, segment, length, lane, cache, scratch, final_acc);
+    }
+    if constexpr (kFinalOp != kRowNone) {
+      final_acc = row_block_reduce<kFinal>(final_acc, scratch);
+      if (threadIdx.x == 0)
+        store_final(args, item, row_result<kFinal>(final_acc, length * kSegmentsPerItem));
+    }
+  }
+}
+
+extern "C" {
+FUSEGEN_HOOK("entry")
+__global__ void __launch_bounds__(kBlockSize) fusegen_row_reduce(const FusegenArgs args) {
+  row_reduce_main(args);
+}
+}

@@ -1,0 +1,571 @@
+// Code generation for GEMM kernels (templates/gemm.cu, EmitGemm.cpp): linear
+// (with and without bias, 1-d and 3-d inputs), matmul (2-d, batched with
+// broadcast batch dims, 1-d operands), conv2d as implicit GEMM (stride,
+// padding, dilation, groups, unbatched), and the fused epilogue stages: a row
+// group_norm / layer_norm, a row min / max after it (with its +-inf fill), and
+// partial statistics for batch_norm and for group_norm after conv2d. Symbolic
+// and specialized dims, ragged M, N and K, M = 1. Generated GEMM kernels are
+// compiled with NVRTC for sm_80 and sm_90 and, where the toolkit has nvcc,
+// with nvcc -Werror all-warnings, checking ptxas reports no spills; hook
+// values and launch geometry are checked; refusals name their reason.
+#include "fusegen/Codegen.h"
+#include "fusegen/Frontend.h"
+#include "fusegen/Planner.h"
+#include "fusegen/Specialize.h"
+#include "support/Nvrtc.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace fusegen {
+namespace {
+
+// Plans of every fusion of a spec; each specialized with the bindings of its
+// own symbols when `dims` is not empty.
+std::vector<Plan> plans_of(const std::string& text, const DimBindings& dims = {}) {
+  SourceManager sources;
+  uint32_t file = sources.add_buffer("test.fg", text);
+  Diagnostics diags;
+  std::optional<Module> module = compile_spec(sources, file, diags);
+  EXPECT_TRUE(module) << diags.render(sources);
+  if (!module)
+    return {};
+  std::vector<Plan> plans;
+  for (const Fusion& fusion : module->fusions) {
+    if (dims.empty()) {
+      plans.push_back(plan_fusion(fusion));
+      continue;
+    }
+    DimBindings own;
+    for (const std::string& symbol : fusion.symbols())
+      if (dims.count(symbol))
+        own[symbol] = dims.at(symbol);
+    std::optional<Fusion> concrete = specialize(fusion, own, diags);
+    EXPECT_TRUE(concrete) << diags.render(sources);
+    if (concrete)
+      plans.push_back(plan_fusion(*concrete));
+  }
+  return plans;
+}
+
+GeneratedCode generate(const std::vector<Plan>& plans, Precision precision = Precision::Strict) {
+  CodegenOptions options;
+  options.source_name = "test.fg";
+  options.precision = precision;
+  Result<GeneratedCode> code = generate_cuda(plans, options);
+  EXPECT_TRUE(code) << code.error();
+  return code ? code.value() : GeneratedCode{};
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The text of one kernel's template instance.
+std::string kernel_text(const GeneratedCode& code, const std::string& kernel) {
+  std::string open = "namespace fusegen_" + kernel + "_impl {";
+  std::string close = "} // namespace fusegen_" + kernel + "_impl";
+  size_t begin = code.source.find(open), end = code.source.find(close);
+  EXPECT_NE(begin, std::string::npos) << kernel;
+  if (begin == std::string::npos || end == std::string::npos)
+    return "";
+  return code.source.substr(begin, end - begin);
+}
+
+// The helpers and the GEMM kernels of a generated file, without the other
+// kinds' kernels and the host launchers: what this suite is about.
+std::string gemm_source(const GeneratedCode& code) {
+  const std::string marker = "\nnamespace fusegen_";
+  size_t first = code.source.find(marker);
+  std::string out = code.source.substr(0, first);
+  for (size_t at = first; at != std::string::npos; at = code.source.find(marker, at + 1)) {
+    size_t end = code.source.find("\n} // namespace fusegen_", at);
+    std::string block = code.source.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (contains(block, "gemm_main(args);"))
+      out += block + "\n} // namespace\n";
+  }
+  return out;
+}
+
+size_t gemm_kernel_count(const GeneratedCode& code) {
+  size_t count = 0;
+  for (const GeneratedFusion& fusion : code.fusions)
+    for (const KernelLaunch& launch : fusion.kernels)
+      count += launch.kind == KernelKind::Gemm ? 1 : 0;
+  return count;
+}
+
+// NVRTC for sm_80 and sm_90; specialized variants (`all_archs` false) for
+// sm_90 only, to keep the suite's compile time down.
+void expect_compiles(const std::string& source, const std::string& what, bool all_archs = true) {
+  if (!testing::have_nvrtc())
+    return;
+  for (int arch : {80, 90}) {
+    if (!all_archs && arch != 90)
+      continue;
+    EXPECT_EQ(testing::nvrtc_compile(source, what + ".cu", arch), "") << what << " for sm_" << arch;
+  }
+}
+
+// nvcc -Werror all-warnings and no register spills reported by ptxas (one
+// line per kernel); skipped without nvcc.
+void expect_nvcc_clean(const std::string& source, const std::string& what, size_t kernels) {
+#ifdef FUSEGEN_NVCC_PATH
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("fusegen_codegen_gemm_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::path file = dir / (what + ".cu"), log = dir / (what + ".log");
+  std::ofstream(file) << source;
+  std::string command = std::string(FUSEGEN_NVCC_PATH) + " -arch=sm_90 -Werror all-warnings -Xptxas -v -c " +
+                        file.string() + " -o " + (dir / (what + ".o")).string() + " > " + log.string() + " 2>&1";
+  int status = std::system(command.c_str());
+  std::string text = read_file(log.string());
+  EXPECT_EQ(status, 0) << what << ":\n" << text;
+  size_t reports = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (contains(line, "bytes spill")) {
+      ++reports;
+      EXPECT_TRUE(contains(line, " 0 bytes spill stores, 0 bytes spill loads")) << what << ": " << line;
+    }
+  EXPECT_GE(reports, kernels) << what << ": ptxas reported fewer kernels than expected\n" << text;
+  fs::remove_all(dir);
+#else
+  (void)source;
+  (void)what;
+  (void)kernels;
+#endif
+}
+
+void expect_gemm_compiles(const GeneratedCode& code, const std::string& what, bool all_archs) {
+  std::string source = gemm_source(code);
+  EXPECT_FALSE(contains(source, "FUSEGEN_HOOK(\"")) << "hook annotation left";
+  EXPECT_FALSE(contains(source, " fusegen_gemm(")) << "entry not renamed";
+  expect_compiles(source, what, all_archs);
+  expect_nvcc_clean(source, what, gemm_kernel_count(code));
+}
+
+const KernelLaunch& launch_of(const GeneratedCode& code, size_t fusion, size_t kernel) {
+  return code.fusions.at(fusion).kernels.at(kernel);
+}
+
+std::vector<KernelKind> kinds_of(const Plan& plan) {
+  std::vector<KernelKind> kinds;
+  for (const KernelStep& step : plan.kernels)
+    kinds.push_back(step.kind);
+  return kinds;
+}
+
+// ---- contractions with pointwise epilogues ----
+
+constexpr const char* kContractions = R"(
+fusion lin_nobias {
+  input x : f32[N, 100]
+  param w : f32[48, 100]
+  output y = relu(linear(x, w))
+}
+fusion lin3d {
+  input x : f32[B, S, 64]
+  input z : f32[S, 32]
+  param w : f32[32, 64]
+  param b : f32[32]
+  h = linear(x, w, b)
+  output h1 = h * 2.0
+  output y = h1 + z
+}
+fusion lin1d {
+  input x : f32[64]
+  param w : f32[10, 64]
+  param b : f32[10]
+  output y = linear(x, w, b)
+}
+fusion bmm {
+  input a : f32[B, 3, 17, 40]
+  input b : f32[3, 40, 24]
+  output y = matmul(a, b)
+}
+fusion mv {
+  input a : f32[B, 17, 40]
+  input v : f32[40]
+  output y = matmul(a, v)
+}
+fusion vm {
+  input v : f32[40]
+  input c : f32[B, 40, 24]
+  output y = matmul(v, c)
+}
+fusion dot {
+  input u : f32[40]
+  input v : f32[40]
+  output y = matmul(u, v)
+}
+fusion m1 {
+  input a : f32[1, 70]
+  input c : f32[70, 5]
+  output y = matmul(a, c)
+}
+fusion conv {
+  input x : f32[N, 4, 20, 18]
+  param w : f32[8, 2, 3, 3]
+  param b : f32[8]
+  param s : f32[8, 1, 1]
+  h = conv2d(x, w, b, stride=(2, 1), padding=(1, 2), dilation=(2, 1), groups=2)
+  output y = relu(h) * s
+}
+fusion conv1x1 {
+  input x : f32[16, 9, 7]
+  param w : f32[70, 16, 1, 1]
+  output y = conv2d(x, w)
+}
+)";
+
+TEST(CodegenGemm, ContractionsCompileSymbolicAndSpecialized) {
+  FUSEGEN_SKIP_WITHOUT_NVRTC();
+  for (const DimBindings& dims : {DimBindings{}, DimBindings{{"N", 130}, {"B", 3}, {"S", 5}}}) {
+    std::vector<Plan> plans = plans_of(kContractions, dims);
+    ASSERT_EQ(plans.size(), 10u);
+    for (const Plan& plan : plans)
+      ASSERT_EQ(kinds_of(plan), std::vector<KernelKind>{KernelKind::Gemm}) << plan.fusion.name;
+    GeneratedCode code = generate(plans);
+    expect_gemm_compiles(code, dims.empty() ? "contractions" : "contractions_dims", dims.empty());
+  }
+}
+
+TEST(CodegenGemm, LinearHooks) {
+  GeneratedCode code = generate(plans_of(kContractions));
+  // x [N, 100] . w[48, 100]^T: both operands contiguous along k; K = 100 is
+  // not a multiple of the 16-deep slice (bounds checks in the template).
+  std::string lin = kernel_text(code, "lin_nobias_k0");
+  EXPECT_TRUE(contains(lin, "constexpr bool kLoadAAlongK = true;"));
+  EXPECT_TRUE(contains(lin, "constexpr bool kLoadBAlongK = true;"));
+  EXPECT_TRUE(contains(lin, "return __ldg(args.buf[0] + m * 100LL + k);"));
+  EXPECT_TRUE(contains(lin, "return __ldg(args.buf[1] + n * 100LL + k);"));
+  EXPECT_TRUE(contains(lin, "const float v3 = fusegen_relu(acc);"));
+  EXPECT_TRUE(contains(lin, "constexpr int kNormGroup = 0;"));
+  EXPECT_TRUE(contains(lin, "constexpr int kStatsGroup = 0;"));
+  EXPECT_TRUE(contains(lin, "constexpr int kRowReduce = 0;"));
+  EXPECT_TRUE(contains(lin, "constexpr int kInnerProduct = 0;"));
+  EXPECT_TRUE(contains(lin, "__launch_bounds__(kThreads, kMinBlocksPerSM) fusegen_lin_nobias_k0("));
+  // 3-d input: leading dims flattened into m and decoded again for the
+  // epilogue; z [S, 32] broadcast against [B, S, 32]; bias per column.
+  std::string lin3d = kernel_text(code, "lin3d_k0");
+  EXPECT_TRUE(contains(lin3d, "return (args.dim[0] * args.dim[1]);")) << "rows = B * S";
+  EXPECT_TRUE(contains(lin3d, "const long long o1 = orest % args.dim[1];"));
+  EXPECT_TRUE(contains(lin3d, "const float v4 = acc + args.buf[3][n];"));
+  EXPECT_TRUE(contains(lin3d, "args.buf[1][o1 * 32LL + n]"));
+  // 1-d input: one row, coordinates (n).
+  std::string lin1d = kernel_text(code, "lin1d_k0");
+  EXPECT_TRUE(contains(lin1d, "return 1LL;"));
+  EXPECT_TRUE(contains(lin1d, "const long long out = n;"));
+}
+
+TEST(CodegenGemm, MatmulHooks) {
+  GeneratedCode code = generate(plans_of(kContractions));
+  // Batch dims [B, 3] folded into the batch index; b [3, 40, 24] broadcasts
+  // over B and is read along n.
+  std::string bmm = kernel_text(code, "bmm_k0");
+  EXPECT_TRUE(contains(bmm, "return (3LL * args.dim[0]);")) << "batches";
+  EXPECT_TRUE(contains(bmm, "return (b0 * 3LL + b1) * (17LL * 40LL);")) << "a's batch offset";
+  EXPECT_TRUE(contains(bmm, "return (b1) * (40LL * 24LL);")) << "b broadcasts over B";
+  EXPECT_TRUE(contains(bmm, "(void)b0;"));
+  EXPECT_TRUE(contains(bmm, "constexpr bool kLoadBAlongK = false;"));
+  EXPECT_TRUE(contains(bmm, "return __ldg(args.buf[1] + b_base + k * 24LL + n);"));
+  // 1-d operands are promoted: [B, 17, 40] x [40] has one column, [40] x
+  // [B, 40, 24] one row; [40] x [40] is a 0-d result.
+  std::string mv = kernel_text(code, "mv_k0");
+  EXPECT_TRUE(contains(mv, "return __ldg(args.buf[1] + b_base + k);"));
+  EXPECT_TRUE(contains(mv, "const long long out = b0 * 17LL + m;"));
+  std::string vm = kernel_text(code, "vm_k0");
+  EXPECT_TRUE(contains(vm, "return __ldg(args.buf[0] + a_base + k);"));
+  EXPECT_TRUE(contains(vm, "const long long out = b0 * 24LL + n;"));
+  EXPECT_TRUE(contains(kernel_text(code, "dot_k0"), "const long long out = 0;"));
+}
+
+TEST(CodegenGemm, ConvHooks) {
+  GeneratedCode code = generate(plans_of(kContractions));
+  // Implicit GEMM: batch = (sample, conv group), m = (oh, ow), n = channel of
+  // the group, k = (c, kh, kw); A gathered along m with zero padding.
+  std::string conv = kernel_text(code, "conv_k0");
+  EXPECT_TRUE(contains(conv, "constexpr bool kLoadAAlongK = false;"));
+  EXPECT_TRUE(contains(conv, "return (args.dim[0] * 2LL);")) << "batches = N * groups";
+  EXPECT_TRUE(contains(conv, "return 180LL;")) << "rows = 9 * 20 output positions";
+  EXPECT_TRUE(contains(conv, "return 4LL;")) << "cols = 8 / 2 channels per group";
+  EXPECT_TRUE(contains(conv, "return 18LL;")) << "depth = 2 * 3 * 3";
+  EXPECT_TRUE(contains(conv, "return (batch / 2LL) * 1440LL + (batch % 2LL) * 720LL;"));
+  EXPECT_TRUE(contains(conv, "return (batch % 2LL) * 72LL;"));
+  EXPECT_TRUE(contains(conv, "const int ih = oh * 2 - 1 + i * 2;"));
+  EXPECT_TRUE(contains(conv, "const int iw = ow - 2 + j;"));
+  EXPECT_TRUE(contains(conv, "if (ih < 0 || ih >= 20 || iw < 0 || iw >= 18) return 0.0f; // zero padding"));
+  EXPECT_TRUE(contains(conv, "const long long o = (batch % 2LL) * 4LL + n;"));
+  EXPECT_TRUE(contains(conv, "const float v4 = acc + args.buf[2][o];"));
+  EXPECT_TRUE(contains(conv, "args.buf[3][o]")) << "scale [8, 1, 1] by channel";
+  // 1x1 kernel without padding: no tap decoding, no bounds checks; unbatched.
+  std::string conv1x1 = kernel_text(code, "conv1x1_k0");
+  EXPECT_TRUE(contains(conv1x1, "const int c = kq, i = 0, j = 0;"));
+  EXPECT_FALSE(contains(conv1x1, "zero padding"));
+  EXPECT_TRUE(contains(conv1x1, "return 1LL;")) << "one batch";
+  EXPECT_TRUE(contains(conv1x1, "const long long out = o * 63LL + oh * 7LL + ow;"));
+}
+
+TEST(CodegenGemm, LaunchGeometry) {
+  GeneratedCode code = generate(plans_of(kContractions, {{"N", 130}, {"B", 3}, {"S", 5}}));
+  auto grid = [&](size_t fusion) {
+    const KernelLaunch& launch = launch_of(code, fusion, 0);
+    EXPECT_EQ(launch.block, 256);
+    EXPECT_EQ(launch.shared_bytes, 0) << "static shared memory only";
+    EXPECT_TRUE(launch.fills.empty());
+    return std::array<std::optional<int64_t>, 3>{launch.grid[0].value, launch.grid[1].value, launch.grid[2].value};
+  };
+  using G = std::array<std::optional<int64_t>, 3>;
+  EXPECT_EQ(grid(0), (G{1, 3, 1})) << "lin_nobias: 48 columns, 130 rows";
+  EXPECT_EQ(grid(1), (G{1, 1, 1})) << "lin3d: 15 rows";
+  EXPECT_EQ(grid(3), (G{1, 1, 9})) << "bmm: 3 * 3 batches";
+  EXPECT_EQ(grid(7), (G{1, 1, 1})) << "m1";
+  EXPECT_EQ(grid(8), (G{1, 3, 260})) << "conv: 180 positions, 130 samples * 2 groups";
+  EXPECT_EQ(grid(9), (G{2, 1, 1})) << "conv1x1: 70 channels";
+  // Symbolic: launcher expressions, rows and batches clamped to [1, 65535].
+  GeneratedCode symbolic = generate(plans_of(kContractions));
+  const KernelLaunch& lin = launch_of(symbolic, 0, 0);
+  EXPECT_FALSE(lin.grid[1].value);
+  EXPECT_EQ(lin.grid[1].c,
+            "((((N) + 63) / 64) < 1LL ? 1LL : ((((N) + 63) / 64) > 65535LL ? 65535LL : (((N) + 63) / 64)))");
+  EXPECT_EQ(launch_of(symbolic, 8, 0).grid[2].c,
+            "(((N) * 2LL) < 1LL ? 1LL : (((N) * 2LL) > 65535LL ? 65535LL : ((N) * 2LL)))");
+}
+
+TEST(CodegenGemm, DeterministicAndTf32UsesTheSameInnerProduct) {
+  std::vector<Plan> plans = plans_of(kContractions);
+  GeneratedCode strict = generate(plans);
+  EXPECT_EQ(strict.source, generate(plans).source);
+  GeneratedCode tf32 = generate(plans, Precision::TF32);
+  EXPECT_TRUE(contains(kernel_text(tf32, "lin_nobias_k0"), "constexpr int kInnerProduct = 0;"));
+}
+
+// ---- fused row norms and row reductions ----
+
+constexpr const char* kRowStages = R"(
+fusion ln {
+  input x : f32[N, 80]
+  param w : f32[64, 80]
+  param b : f32[64]
+  param lw : f32[64]
+  param lb : f32[64]
+  h = linear(x, w, b)
+  h = layer_norm(h, normalized_shape=64, weight=lw, bias=lb, eps=1e-5)
+  output y = gelu(h)
+}
+fusion gn_min {
+  input x : f32[N, 45]
+  param w : f32[256, 45]
+  param b : f32[256]
+  param gw : f32[256]
+  param gb : f32[256]
+  h = linear(x, w, b)
+  h = group_norm(h, num_groups=8, weight=gw, bias=gb, eps=1e-5)
+  output m = min(h, dim=1, keepdim=true)
+}
+fusion gn_max {
+  input x : f32[N, 37]
+  param w : f32[37, 128]
+  h = matmul(x, w)
+  h = group_norm(h, num_groups=4, eps=1e-3)
+  h = relu(h)
+  output y = max(h, dim=1)
+}
+fusion gn_amax {
+  input x : f32[N, 33]
+  param w : f32[96, 33]
+  h = linear(x, w)
+  h = group_norm(h, num_groups=24)
+  output y = amax(h, dim=1, keepdim=true)
+}
+fusion gn_single {
+  input x : f32[N, 20]
+  param w : f32[72, 20]
+  output y = group_norm(linear(x, w), num_groups=72)
+}
+)";
+
+TEST(CodegenGemm, RowStagesCompile) {
+  FUSEGEN_SKIP_WITHOUT_NVRTC();
+  for (const DimBindings& dims : {DimBindings{}, DimBindings{{"N", 70}}}) {
+    std::vector<Plan> plans = plans_of(kRowStages, dims);
+    ASSERT_EQ(plans.size(), 5u);
+    for (const Plan& plan : plans) {
+      ASSERT_EQ(kinds_of(plan), std::vector<KernelKind>{KernelKind::Gemm}) << plan.fusion.name;
+      EXPECT_GE(plan.kernels[0].stages.size(), 2u) << plan.fusion.name << ": the norm is fused";
+    }
+    expect_gemm_compiles(generate(plans), dims.empty() ? "row_stages" : "row_stages_dims", dims.empty());
+  }
+}
+
+TEST(CodegenGemm, RowNormAndReductionHooks) {
+  GeneratedCode code = generate(plans_of(kRowStages, {{"N", 70}}));
+  std::string ln = kernel_text(code, "ln_k0");
+  EXPECT_TRUE(contains(ln, "constexpr int kNormGroup = 64;"));
+  EXPECT_TRUE(contains(ln, "constexpr float kNormEps = 9.99999975e-06f;"));
+  EXPECT_TRUE(contains(ln, "const float v6 = normalized * args.buf[3][n] + args.buf[4][n];"));
+  EXPECT_TRUE(contains(ln, "fusegen_gelu(v6)"));
+  EXPECT_TRUE(contains(ln, "constexpr int kRowReduce = 0;"));
+  EXPECT_TRUE(launch_of(code, 0, 0).fills.empty());
+
+  // min: +inf fill of the [N, 1] result, combined per row with atomics.
+  std::string gn_min = kernel_text(code, "gn_min_k0");
+  EXPECT_TRUE(contains(gn_min, "constexpr int kNormGroup = 32;"));
+  EXPECT_TRUE(contains(gn_min, "constexpr int kRowReduce = 1;"));
+  EXPECT_TRUE(contains(gn_min, "return args.buf[5] + m;"));
+  const KernelLaunch& min_launch = launch_of(code, 1, 0);
+  ASSERT_EQ(min_launch.fills.size(), 1u);
+  EXPECT_EQ(min_launch.fills[0].buffer, 5u);
+  EXPECT_EQ(min_launch.fills[0].value, std::numeric_limits<float>::infinity());
+  EXPECT_EQ(min_launch.grid[0].value, 4) << "256 columns";
+  EXPECT_EQ(min_launch.grid[1].value, 2) << "70 rows";
+
+  // max over relu(group_norm) without affine params: -inf fill.
+  std::string gn_max = kernel_text(code, "gn_max_k0");
+  EXPECT_TRUE(contains(gn_max, "constexpr int kRowReduce = 2;"));
+  EXPECT_TRUE(contains(gn_max, "constexpr float kNormEps = 0.00100000005f;"));
+  EXPECT_TRUE(contains(gn_max, "const float v4 = fusegen_relu(normalized);"));
+  EXPECT_TRUE(contains(gn_max, "return v4;"));
+  ASSERT_EQ(launch_of(code, 2, 0).fills.size(), 1u);
+  EXPECT_EQ(launch_of(code, 2, 0).fills[0].value, -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(contains(kernel_text(code, "gn_amax_k0"), "constexpr int kRowReduce = 2;"));
+  EXPECT_TRUE(contains(kernel_text(code, "gn_amax_k0"), "constexpr int kNormGroup = 4;"));
+  // One channel per group (variance 0) and a ragged 72-wide row: stores the norm.
+  std::string single = kernel_text(code, "gn_single_k0");
+  EXPECT_TRUE(contains(single, "constexpr int kNormGroup = 1;"));
+  EXPECT_TRUE(contains(single, "args.buf[2][out] = normalized;"));
+}
+
+// ---- partial statistics ----
+
+constexpr const char* kStatistics = R"(
+fusion bn {
+  input x : f32[N, 50]
+  param w : f32[50, 72]
+  param g : f32[72]
+  param bb : f32[72]
+  state rm : f32[72]
+  state rv : f32[72]
+  h = sigmoid(matmul(x, w))
+  output y = batch_norm(h, rm, rv, weight=g, bias=bb, training=true, momentum=0.1, eps=1e-5)
+}
+fusion conv_gn {
+  input x : f32[N, 4, 15, 13]
+  param w : f32[16, 2, 3, 3]
+  param b : f32[16]
+  h = conv2d(x, w, b, padding=1, groups=2)
+  output y = group_norm(h, num_groups=4)
+}
+)";
+
+TEST(CodegenGemm, StatisticsCompile) {
+  FUSEGEN_SKIP_WITHOUT_NVRTC();
+  for (const DimBindings& dims : {DimBindings{}, DimBindings{{"N", 70}}}) {
+    std::vector<Plan> plans = plans_of(kStatistics, dims);
+    ASSERT_EQ(plans.size(), 2u);
+    for (const Plan& plan : plans)
+      ASSERT_NE(plan.kernels.at(0).stats_out, kNoId) << plan.fusion.name;
+    expect_gemm_compiles(generate(plans), dims.empty() ? "statistics" : "statistics_dims", dims.empty());
+  }
+}
+
+TEST(CodegenGemm, StatisticsHooks) {
+  GeneratedCode code = generate(plans_of(kStatistics));
+  // batch_norm: one group per column; the triple of (row tile, column) in
+  // partials [ceil(N / 64), 72, 3]; the sigmoid result is stored for the apply.
+  std::string bn = kernel_text(code, "bn_k0");
+  EXPECT_TRUE(contains(bn, "constexpr int kStatsGroup = 1;"));
+  EXPECT_TRUE(contains(bn, "return args.buf[8] + (row_tile * 72LL + n) * 3;"));
+  EXPECT_TRUE(contains(bn, "args.buf[7][out] = v7;"));
+  EXPECT_TRUE(contains(bn, "return v7;"));
+  // group_norm after a grouped conv: 4 channels per group; (sample, group,
+  // row tile of 195 positions = 4 tiles) triples; channel from (conv group, n).
+  std::string conv = kernel_text(code, "conv_gn_k0");
+  EXPECT_TRUE(contains(conv, "constexpr int kStatsGroup = 4;"));
+  EXPECT_TRUE(contains(conv, "const long long channel = (batch % 2LL) * 8LL + n;"));
+  EXPECT_TRUE(contains(conv, "return args.buf[5] + ((sample * 4LL + channel / 4LL) * 4LL + row_tile) * 3;"));
+}
+
+TEST(CodegenGemm, KernelBenchSpecs) {
+  FUSEGEN_SKIP_WITHOUT_NVRTC();
+  const std::string root = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/";
+  for (const char* dir : {"", "small/"})
+    for (const char* name : {"39_gemm_scale_batchnorm", "62_matmul_groupnorm_leakyrelu_sum",
+                             "75_gemm_groupnorm_min_biasadd", "85_conv2d_groupnorm_scale_maxpool_clamp"}) {
+      std::string spec = read_file(root + dir + name + ".fg");
+      ASSERT_FALSE(spec.empty()) << dir << name;
+      for (const DimBindings& dims : {DimBindings{}, DimBindings{{"N", 128}}}) {
+        std::string what = std::string(dir[0] ? "small_" : "") + name + (dims.empty() ? "" : "_dims");
+        std::vector<Plan> plans = plans_of(spec, dims);
+        ASSERT_EQ(plans.size(), 1u);
+        ASSERT_EQ(plans[0].kernels.at(0).kind, KernelKind::Gemm) << what;
+        GeneratedCode code = generate(plans);
+        ASSERT_EQ(gemm_kernel_count(code), 1u) << what;
+        std::string source = gemm_source(code);
+        expect_compiles(source, what, dims.empty());
+        if (dims.empty())
+          expect_nvcc_clean(source, what, 1);
+      }
+    }
+  // The fused stages each spec exercises.
+  std::string text = read_file(root + "75_gemm_groupnorm_min_biasadd.fg");
+  GeneratedCode code = generate(plans_of(text, {{"N", 128}}));
+  std::string k0 = kernel_text(code, "gemm_groupnorm_min_biasadd_k0");
+  EXPECT_TRUE(contains(k0, "constexpr int kNormGroup = 16;"));
+  EXPECT_TRUE(contains(k0, "constexpr int kRowReduce = 1;"));
+  EXPECT_EQ(launch_of(code, 0, 0).grid[0].value, 128);
+  EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, 2);
+  code = generate(plans_of(read_file(root + "85_conv2d_groupnorm_scale_maxpool_clamp.fg"), {{"N", 128}}));
+  EXPECT_TRUE(contains(kernel_text(code, "conv2d_groupnorm_scale_maxpool_clamp_k0"), "constexpr int kStatsGroup = 4;"));
+  EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, 249) << "126 * 126 positions";
+  EXPECT_EQ(launch_of(code, 0, 0).grid[2].value, 128) << "samples";
+}
+
+// ---- plans the GEMM kernel cannot fuse stay unfused ----
+// The planner fuses a normalization into the GEMM only where the tile can
+// compute its statistics; otherwise it runs as its own kernel.
+
+TEST(CodegenGemm, NormOverBatchedMatrixVectorResultIsNotFused) {
+  // [B, 16, 40] x [40] gives [B, 16]: its "columns" are GEMM rows.
+  std::vector<Plan> plans = plans_of(R"(
+fusion mv_gn {
+  input a : f32[B, 16, 40]
+  input v : f32[40]
+  output y = group_norm(matmul(a, v), num_groups=4)
+}
+)", {});
+  ASSERT_EQ(plans[0].kernels.size(), 2u);
+  EXPECT_EQ(plans[0].kernels[1].kind, KernelKind::RowReduce);
+  generate(plans);
+}
+
+TEST(CodegenGemm, GroupNormStraddlingConvGroupsIsNotSplitIntoTheConv) {
+  std::vector<Plan> plans = plans_of(R"(
+fusion conv_gn_straddle {
+  input x : f32[N, 4, 10, 10]
+  param w : f32[12, 2, 3, 3]
+  output y = group_norm(conv2d(x, w, groups=2), num_groups=3)
+}
+)", {});
+  ASSERT_EQ(plans[0].kernels.size(), 2u);
+  EXPECT_EQ(plans[0].kernels[0].stats_out, kNoId);
+  EXPECT_EQ(plans[0].kernels[1].kind, KernelKind::RowReduce);
+  generate(plans);
+}
+
+} // namespace
+} // namespace fusegen
