@@ -2,11 +2,37 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
+#include "fusegen/Codegen.h"
 #include "fusegen/Planner.h"
 
 #include <iostream>
 
 namespace fusegen::cli {
+namespace {
+
+std::string size_text(const SizeExpr& size) {
+  return size.value ? std::to_string(*size.value) : size.c;
+}
+
+// Grid and block of each kernel, from the code generator's launch metadata.
+void print_launches(const Plan& plan) {
+  Result<GeneratedCode> code = generate_cuda({plan}, CodegenOptions{});
+  if (!code) {
+    std::cout << "  launches: not available (" << code.error() << ")\n";
+    return;
+  }
+  std::cout << "  launches:\n";
+  for (const KernelLaunch& launch : code.value().fusions.at(0).kernels) {
+    std::cout << "    " << launch.name << ": grid (" << size_text(launch.grid[0]) << ", " << size_text(launch.grid[1])
+              << ", " << size_text(launch.grid[2]) << "), block " << launch.block << ", dynamic shared "
+              << launch.shared_bytes << " B";
+    for (const BufferFill& fill : launch.fills)
+      std::cout << ", fills " << plan.buffer(fill.buffer).name << " with " << fill.value << " first";
+    std::cout << "\n";
+  }
+}
+
+} // namespace
 
 int plan_command(const std::vector<std::string>& args) {
   Result<CommandLine> parsed =
@@ -38,7 +64,9 @@ int plan_command(const std::vector<std::string>& args) {
     std::optional<Fusion> concrete = specialize_for(*spec, *fusion, dims.value(), exit_code);
     if (!concrete)
       return exit_code;
-    std::cout << print_plan(plan_fusion(*concrete));
+    Plan plan = plan_fusion(*concrete);
+    std::cout << print_plan(plan);
+    print_launches(plan);
   }
   return kExitOk;
 }

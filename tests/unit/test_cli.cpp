@@ -377,3 +377,34 @@ TEST(Cli, UnreadableFilesAreUsageErrors) {
 
 } // namespace
 } // namespace fusegen
+
+namespace fusegen {
+namespace {
+
+TEST(Cli, PlanPrintsKernelsBuffersAndLaunches) {
+  std::string spec = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/75_gemm_groupnorm_min_biasadd.fg";
+  CliResult r = run_cli({"plan", spec, "--dims", "N=1024"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "2 kernels")) << r.out;
+  EXPECT_TRUE(contains(r.out, "t8 : f32[1024, 1] intermediate, 4.0 KiB")) << r.out;
+  EXPECT_TRUE(contains(r.out, "fusegen_gemm_groupnorm_min_biasadd_k0: grid (128, 16, 1), block 256")) << r.out;
+  EXPECT_TRUE(contains(r.out, "fills t8 with inf first")) << r.out;
+}
+
+TEST(Cli, GenerateWritesSourceAndHeader) {
+  TempDir dir;
+  std::string spec = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg";
+  std::string cu = (dir.path() / "k.cu").string(), h = (dir.path() / "k.h").string();
+  CliResult r = run_cli({spec, "-o", cu, "-H", h, "--dims", "N=128"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream header(h);
+  std::stringstream text;
+  text << header.rdbuf();
+  EXPECT_TRUE(contains(text.str(), "cudaError_t fusegen_matmul_groupnorm_leakyrelu_sum_launch(")) << text.str();
+  CliResult bad = run_cli({spec, "-o", cu, "--arch", "sm_70"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "not supported")) << bad.err;
+}
+
+} // namespace
+} // namespace fusegen
