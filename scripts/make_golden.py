@@ -642,64 +642,7 @@ fusion conv2d_groupnorm_scale_maxpool_clamp {
 """
 
 
-class Model62(nn.Module):
-    def __init__(self, input_size, hidden_size, num_groups, eps=1e-5, negative_slope=0.01):
-        super().__init__()
-        self.fc = nn.Linear(input_size, hidden_size)
-        self.gn = nn.GroupNorm(num_groups=num_groups, num_channels=hidden_size, eps=eps)
-        self.leaky_relu = nn.LeakyReLU(negative_slope=negative_slope)
-
-    def forward(self, x):
-        x = self.fc(x)
-        x = self.gn(x)
-        x = self.leaky_relu(x)
-        return x + x
-
-
-class Model75(nn.Module):
-    def __init__(self, in_features, out_features, num_groups, bias_shape):
-        super().__init__()
-        self.gemm = nn.Linear(in_features, out_features)
-        self.group_norm = nn.GroupNorm(num_groups, out_features)
-        self.bias = nn.Parameter(torch.randn(bias_shape))
-
-    def forward(self, x):
-        x = self.gemm(x)
-        x = self.group_norm(x)
-        x = torch.min(x, dim=1, keepdim=True)[0]
-        return x + self.bias
-
-
-class Model39(nn.Module):
-    def __init__(self, in_features, out_features, scale_shape, eps=1e-5, momentum=0.1):
-        super().__init__()
-        self.gemm = nn.Linear(in_features, out_features)
-        self.scale = nn.Parameter(torch.randn(scale_shape))
-        self.bn = nn.BatchNorm1d(out_features, eps=eps, momentum=momentum)
-
-    def forward(self, x):
-        x = self.gemm(x)
-        x = x * self.scale
-        return self.bn(x)
-
-
-class Model85(nn.Module):
-    def __init__(self, in_channels, out_channels, kernel_size, num_groups, scale_shape, maxpool_kernel_size, clamp_min, clamp_max):
-        super().__init__()
-        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
-        self.group_norm = nn.GroupNorm(num_groups, out_channels)
-        # KernelBench initializes this scale to ones; randn makes the test stronger.
-        self.scale = nn.Parameter(torch.randn(scale_shape))
-        self.maxpool = nn.MaxPool2d(kernel_size=maxpool_kernel_size)
-        self.clamp_min = clamp_min
-        self.clamp_max = clamp_max
-
-    def forward(self, x):
-        x = self.conv(x)
-        x = self.group_norm(x)
-        x = x * self.scale
-        x = self.maxpool(x)
-        return torch.clamp(x, self.clamp_min, self.clamp_max)
+from kernelbench_models import Model39, Model62, Model75, Model85  # noqa: E402
 
 
 @case("matmul_groupnorm_leakyrelu_sum")
