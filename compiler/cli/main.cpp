@@ -33,7 +33,9 @@ Commands:
       Run a fusion on GPU 0 through the JIT runtime with the same random
       inputs; --compare checks every output and state tensor against the
       reference interpreter (|gpu - ref| <= atol + rtol*|ref|, 1e-4 strict,
-      1e-2 tf32) and exits 1 on a mismatch.
+      1e-2 tf32) and exits 1 on a mismatch. --inputs DIR loads the tensors
+      from DIR/<name>.npy; --expect DIR compares with DIR/<name>.npy instead
+      of the reference.
 
   plan SPEC [--fusion NAME] [--dims N=1024]
       Print the fusion plan: kernels, the ops each holds, the buffers between
