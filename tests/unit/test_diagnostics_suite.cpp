@@ -180,14 +180,21 @@ std::optional<Expected> parse_annotation(std::string_view line, uint32_t line_no
     return std::nullopt;
   std::string_view rest = line.substr(start);
   std::optional<Severity> severity = take_severity(rest);
-  std::optional<int64_t> target = severity ? take_target_line(rest, line_no) : std::nullopt;
+  // A plain integer: GCC -O2 warns (falsely) about an optional here.
+  int64_t target = 0;
+  bool has_target = false;
+  if (severity) {
+    std::optional<int64_t> parsed = take_target_line(rest, line_no);
+    has_target = parsed.has_value();
+    target = parsed.value_or(0);
+  }
   if (!severity)
     problem = "unknown annotation kind";
-  else if (!target)
+  else if (!has_target)
     problem = "expected @+N or @-N";
   else if (!take_prefix(rest, ":"))
     problem = "expected ':' after the annotation kind";
-  else if (*target < 1)
+  else if (target < 1)
     problem = "the target line is before the case";
   if (!problem.empty())
     return std::nullopt;
@@ -197,7 +204,7 @@ std::optional<Expected> parse_annotation(std::string_view line, uint32_t line_no
     problem = "empty message";
     return std::nullopt;
   }
-  return Expected{*severity, static_cast<uint32_t>(*target), col, std::string(message)};
+  return Expected{*severity, static_cast<uint32_t>(target), col, std::string(message)};
 }
 
 // ---- Checking one case ----
