@@ -128,11 +128,14 @@ private:
   }
 
   void build_decl(const ast::Decl& decl) {
-    if (auto it = names_.find(decl.name); it != names_.end()) {
+    // Locations are kept apart from values: a declaration whose type was
+    // rejected has no value but can still be duplicated.
+    if (auto it = declared_at_.find(decl.name); it != declared_at_.end()) {
       error(decl.loc, "duplicate declaration of '" + decl.name + "'");
-      diags_.note(fusion_.value(it->second).loc, "'" + decl.name + "' was declared here");
+      diags_.note(it->second, "'" + decl.name + "' was declared here");
       return;
     }
+    declared_at_[decl.name] = decl.loc;
     Value value;
     value.kind = decl.kind == ast::DeclKind::Input   ? ValueKind::Input
                  : decl.kind == ast::DeclKind::Param ? ValueKind::Param
@@ -533,6 +536,7 @@ private:
   Fusion fusion_;
   DimUnifier dims_;
   std::map<std::string, ValueId> names_;
+  std::map<std::string, SourceLoc> declared_at_;
   bool had_error_ = false;
 };
 
