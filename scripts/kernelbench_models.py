@@ -80,3 +80,40 @@ class Model85(nn.Module):
 # ---------------------------------------------------------------------------
 # The chains: spec file, batch, module, input shape, and where each spec
 # argument lives in the module.
+
+SPEC_FILES = {
+    "62": "62_matmul_groupnorm_leakyrelu_sum.fg",
+    "75": "75_gemm_groupnorm_min_biasadd.fg",
+    "39": "39_gemm_scale_batchnorm.fg",
+    "85": "85_conv2d_groupnorm_scale_maxpool_clamp.fg",
+}
+
+# shapes -> chain -> (N, module factory, input shape without N); N is KernelBench's batch.
+# "v0.1" is specs/kernelbench/*.fg, "small" is specs/kernelbench/small/*.fg.
+CONFIGS = {
+    "v0.1": {
+        "62": (1024, lambda: Model62(8192, 8192, 512), (8192,)),
+        "75": (1024, lambda: Model75(8192, 8192, 512, (1, 8192, 1, 1)), (8192,)),
+        "39": (16384, lambda: Model39(4096, 4096, (4096,)), (4096,)),
+        "85": (128, lambda: Model85(8, 64, 3, 16, (64, 1, 1), 4, 0.0, 1.0), (8, 128, 128)),
+    },
+    "small": {
+        "62": (128, lambda: Model62(512, 256, 8), (512,)),
+        "75": (128, lambda: Model75(512, 256, 8, (1, 256, 1, 1)), (512,)),
+        "39": (128, lambda: Model39(1024, 512, (512,)), (1024,)),
+        "85": (128, lambda: Model85(3, 16, 3, 8, (16, 1, 1), 2, 0.0, 1.0), (3, 32, 32)),
+    },
+}
+
+# chain -> spec argument name -> attribute path in the module ("x" is the input)
+ARGUMENTS = {
+    "62": {"w": "fc.weight", "b": "fc.bias", "gn_w": "gn.weight", "gn_b": "gn.bias"},
+    "75": {"w": "gemm.weight", "b": "gemm.bias", "gn_w": "group_norm.weight", "gn_b": "group_norm.bias",
+           "bias": "bias"},
+    "39": {"w": "gemm.weight", "b": "gemm.bias", "scale": "scale", "bn_w": "bn.weight", "bn_b": "bn.bias",
+           "running_mean": "bn.running_mean", "running_var": "bn.running_var"},
+    "85": {"w": "conv.weight", "b": "conv.bias", "gn_w": "group_norm.weight", "gn_b": "group_norm.bias",
+           "scale": "scale"},
+}
+# chain -> the spec's state arguments (updated in place by a train-mode run)
+STATE = {"39": ["running_mean", "running_var"]}

@@ -36,46 +36,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # ---------------------------------------------------------------------------
-# The modules, as in KernelBench level 2 (and scripts/make_golden.py).
-
-
-from kernelbench_models import Model39, Model62, Model75, Model85  # noqa: E402
-
-
-SPEC_FILES = {
-    "62": "62_matmul_groupnorm_leakyrelu_sum.fg",
-    "75": "75_gemm_groupnorm_min_biasadd.fg",
-    "39": "39_gemm_scale_batchnorm.fg",
-    "85": "85_conv2d_groupnorm_scale_maxpool_clamp.fg",
-}
-
-# shapes -> chain -> (N, module factory, input shape without N)
-CONFIGS = {
-    "v0.1": {
-        "62": (1024, lambda: Model62(8192, 8192, 512), (8192,)),
-        "75": (1024, lambda: Model75(8192, 8192, 512, (1, 8192, 1, 1)), (8192,)),
-        "39": (16384, lambda: Model39(4096, 4096, (4096,)), (4096,)),
-        "85": (128, lambda: Model85(8, 64, 3, 16, (64, 1, 1), 4, 0.0, 1.0), (8, 128, 128)),
-    },
-    "small": {
-        "62": (128, lambda: Model62(512, 256, 8), (512,)),
-        "75": (128, lambda: Model75(512, 256, 8, (1, 256, 1, 1)), (512,)),
-        "39": (128, lambda: Model39(1024, 512, (512,)), (1024,)),
-        "85": (128, lambda: Model85(3, 16, 3, 8, (16, 1, 1), 2, 0.0, 1.0), (3, 32, 32)),
-    },
-}
-
-# chain -> spec argument name -> attribute path in the module ("x" is the input)
-ARGUMENTS = {
-    "62": {"w": "fc.weight", "b": "fc.bias", "gn_w": "gn.weight", "gn_b": "gn.bias"},
-    "75": {"w": "gemm.weight", "b": "gemm.bias", "gn_w": "group_norm.weight", "gn_b": "group_norm.bias",
-           "bias": "bias"},
-    "39": {"w": "gemm.weight", "b": "gemm.bias", "scale": "scale", "bn_w": "bn.weight", "bn_b": "bn.bias",
-           "running_mean": "bn.running_mean", "running_var": "bn.running_var"},
-    "85": {"w": "conv.weight", "b": "conv.bias", "gn_w": "group_norm.weight", "gn_b": "group_norm.bias",
-           "scale": "scale"},
-}
-STATE = {"39": ["running_mean", "running_var"]}
+# The modules, as in KernelBench level 2 (and scripts/make_golden.py), their KernelBench configurations and the spec-name -> module
+# attribute maps live in kernelbench_models.py (shared with bench/kernelbench.py).
+from kernelbench_models import ARGUMENTS, CONFIGS, SPEC_FILES, STATE  # noqa: E402,F401
 
 DECL = re.compile(r"^\s*(input|param|state)\s+(\w+)\s*:\s*f32\[([^\]]*)\]", re.M)
 OUTPUT = re.compile(r"^\s*output\s+(\w+)\s*=", re.M)
