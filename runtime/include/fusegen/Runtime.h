@@ -66,6 +66,14 @@ struct TensorOut {
   std::vector<int64_t> shape;
 };
 
+// One tensor of a function's signature.
+enum class TensorKind { Input, Param, State, Output };
+struct TensorInfo {
+  std::string name;
+  TensorKind kind = TensorKind::Input;
+  std::vector<std::string> dims; // each a number ("8192") or a symbol ("N")
+};
+
 // Counters since the Runtime was created.
 struct Stats {
   uint64_t calls = 0;        // Function::call invocations that launched kernels
@@ -131,6 +139,13 @@ public:
   std::vector<std::string> output_names() const;
   // "name(x: f32[N, 8192], ...) -> (y: f32[N, 8192])"
   std::string signature() const;
+  // Arguments (in the order above), then outputs.
+  std::vector<TensorInfo> tensors() const;
+
+  // The outputs' shapes, in output order, for arguments of these shapes
+  // (data pointers are not read). Throws ErrorKind::Argument if the shapes do
+  // not fit, ErrorKind::Spec if the fusion is invalid at the dims they bind.
+  std::vector<std::vector<int64_t>> output_shapes(const std::vector<TensorArg>& arguments) const;
 
   // Runs the fusion on `stream` (a CUstream or cudaStream_t; null is the
   // legacy default stream). Every tensor is checked before anything is

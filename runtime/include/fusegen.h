@@ -1,0 +1,163 @@
+/* fusegen C API: the JIT runtime for any language that can call C.
+ *
+ *   fusegen_runtime* rt;  fusegen_program* prog;  fusegen_function* fn;
+ *   if (fusegen_runtime_create(0, NULL, &rt) != FUSEGEN_OK) puts(fusegen_last_error());
+ *   fusegen_program_load_file(rt, "spec.fg", &prog);
+ *   fusegen_program_function(prog, "gemm_groupnorm", &fn);
+ *   int64_t xs[] = {1024, 8192}, ...;
+ *   fusegen_tensor args[] = {{"x", x, xs, 2, FUSEGEN_FLOAT32}, ...};
+ *   fusegen_tensor outs[] = {{"y", y, ys, 2, FUSEGEN_FLOAT32}};
+ *   fusegen_function_call(fn, args, 3, outs, 1, stream);
+ *
+ * Every function returns a status (or a value that says "none"); on failure
+ * fusegen_last_error() holds the message for the calling thread, with
+ * file:line:col for spec errors. Nothing aborts; no C++ exception crosses
+ * this boundary. Handles are independent: a program or function keeps what
+ * it needs alive, so they may be destroyed in any order. Calls on one
+ * function are thread-safe. The C++ API (fusegen/Runtime.h) is the primary
+ * one; this is a thin layer over it. See docs/jit-api.md.
+ */
+#ifndef FUSEGEN_H
+#define FUSEGEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define FUSEGEN_API __attribute__((visibility("default")))
+#else
+#define FUSEGEN_API
+#endif
+
+/* Bumped when a declaration here changes incompatibly. */
+#define FUSEGEN_C_API_VERSION 1
+
+typedef enum fusegen_status {
+  FUSEGEN_OK = 0,
+  FUSEGEN_ERROR_SPEC = 1,      /* the spec has errors (file:line:col in the message) */
+  FUSEGEN_ERROR_ARGUMENT = 2,  /* a call's tensors, names, shapes or pointers do not fit */
+  FUSEGEN_ERROR_COMPILE = 3,   /* code generation or NVRTC failed */
+  FUSEGEN_ERROR_NO_DRIVER = 4, /* no CUDA driver or no such device here */
+  FUSEGEN_ERROR_DRIVER = 5,    /* a CUDA driver call failed */
+  FUSEGEN_ERROR_IO = 6,        /* a file could not be read */
+  FUSEGEN_ERROR_INVALID = 7,   /* misuse of this API: a null handle, null out-pointer, bad enum or index */
+  FUSEGEN_ERROR_INTERNAL = 8   /* an unexpected failure inside fusegen (a bug; please report) */
+} fusegen_status;
+
+typedef enum fusegen_dtype { FUSEGEN_FLOAT32 = 0 } fusegen_dtype;
+
+typedef enum fusegen_precision {
+  FUSEGEN_PRECISION_DEFAULT = 0, /* each fusion's own `precision` */
+  FUSEGEN_PRECISION_STRICT = 1,  /* within 1e-4 of float64 */
+  FUSEGEN_PRECISION_TF32 = 2     /* tensor-core TF32 products */
+} fusegen_precision;
+
+typedef enum fusegen_tensor_kind {
+  FUSEGEN_TENSOR_INPUT = 0,
+  FUSEGEN_TENSOR_PARAM = 1,
+  FUSEGEN_TENSOR_STATE = 2, /* read and updated in place */
+  FUSEGEN_TENSOR_OUTPUT = 3
+} fusegen_tensor_kind;
+
+typedef struct fusegen_runtime fusegen_runtime;
+typedef struct fusegen_program fusegen_program;
+typedef struct fusegen_function fusegen_function;
+
+/* A tensor of a call: contiguous row-major data in device memory. */
+typedef struct fusegen_tensor {
+  const char* name;
+  void* data;
+  const int64_t* shape; /* `rank` dims */
+  int32_t rank;
+  int32_t dtype; /* fusegen_dtype */
+} fusegen_tensor;
+
+typedef struct fusegen_runtime_options {
+  int32_t precision;      /* fusegen_precision */
+  int32_t disk_cache;     /* nonzero: keep compiled kernels in the disk cache */
+  const char* cache_dir;  /* NULL or "": $FUSEGEN_CACHE_DIR, $XDG_CACHE_HOME/fusegen or ~/.cache/fusegen */
+  int32_t check_pointers; /* nonzero: ask the driver where every pointer lives before launching */
+} fusegen_runtime_options;
+
+typedef struct fusegen_stats {
+  uint64_t calls;        /* calls that launched kernels */
+  uint64_t memory_hits;  /* calls and prepares served by an already loaded module */
+  uint64_t generations;  /* CUDA sources generated */
+  uint64_t compiles;     /* NVRTC compilations */
+  uint64_t disk_loads;   /* kernels taken from the disk cache */
+  uint64_t disk_writes;  /* disk cache entries written */
+  uint64_t disk_rejects; /* bad disk cache entries deleted and rebuilt */
+} fusegen_stats;
+
+/* Describes one tensor of a function's signature. Strings live as long as the function handle. */
+typedef struct fusegen_tensor_info {
+  const char* name;
+  int32_t kind; /* fusegen_tensor_kind */
+  int32_t rank;
+  const char* const* dims; /* `rank` strings: a number ("8192") or a symbol ("N") */
+} fusegen_tensor_info;
+
+/* ---- errors and versions ---- */
+FUSEGEN_API const char* fusegen_version(void);            /* "0.1.0" */
+FUSEGEN_API int32_t fusegen_c_api_version(void);          /* FUSEGEN_C_API_VERSION of the library */
+FUSEGEN_API const char* fusegen_status_name(int32_t status); /* "argument", ...; "unknown" otherwise */
+/* The message of the last failed call on this thread ("" if none). Valid until this thread's next fusegen call. */
+FUSEGEN_API const char* fusegen_last_error(void);
+
+/* ---- runtime ---- */
+FUSEGEN_API void fusegen_runtime_options_init(fusegen_runtime_options* options); /* the defaults */
+/* `options` may be NULL (defaults). The device is opened on first use, so this succeeds without a GPU. */
+FUSEGEN_API fusegen_status fusegen_runtime_create(int32_t device, const fusegen_runtime_options* options,
+                                                  fusegen_runtime** out);
+FUSEGEN_API void fusegen_runtime_destroy(fusegen_runtime* runtime); /* NULL is ignored */
+FUSEGEN_API fusegen_status fusegen_runtime_stats(const fusegen_runtime* runtime, fusegen_stats* out);
+/* The disk cache directory in use; "" when off. Valid as long as the runtime. */
+FUSEGEN_API const char* fusegen_runtime_cache_dir(const fusegen_runtime* runtime);
+/* The device's name and compute capability (90 for sm_90). Opens the device. */
+FUSEGEN_API fusegen_status fusegen_runtime_device(fusegen_runtime* runtime, const char** name, int32_t* arch);
+FUSEGEN_API fusegen_status fusegen_runtime_synchronize(fusegen_runtime* runtime, void* stream);
+
+/* ---- programs ---- */
+FUSEGEN_API fusegen_status fusegen_program_load_file(fusegen_runtime* runtime, const char* path,
+                                                     fusegen_program** out);
+/* `name` (may be NULL) is the file name used in diagnostics. */
+FUSEGEN_API fusegen_status fusegen_program_load_string(fusegen_runtime* runtime, const char* text,
+                                                       const char* name, fusegen_program** out);
+FUSEGEN_API void fusegen_program_destroy(fusegen_program* program);
+FUSEGEN_API int32_t fusegen_program_function_count(const fusegen_program* program); /* -1 for NULL */
+FUSEGEN_API const char* fusegen_program_function_name(const fusegen_program* program, int32_t index); /* NULL if out of range */
+FUSEGEN_API fusegen_status fusegen_program_function(const fusegen_program* program, const char* name,
+                                                    fusegen_function** out);
+
+/* ---- functions ---- */
+FUSEGEN_API void fusegen_function_destroy(fusegen_function* function);
+FUSEGEN_API const char* fusegen_function_name(const fusegen_function* function);
+/* "name(x: f32[N, 8192], ...) -> (y: f32[N, 8192])" */
+FUSEGEN_API const char* fusegen_function_signature(const fusegen_function* function);
+/* Tensors of the signature: arguments (inputs, params, state in declaration order), then outputs. */
+FUSEGEN_API int32_t fusegen_function_tensor_count(const fusegen_function* function); /* -1 for NULL */
+FUSEGEN_API fusegen_status fusegen_function_tensor_info(const fusegen_function* function, int32_t index,
+                                                        fusegen_tensor_info* out);
+/* The outputs' shapes for these arguments (only names and shapes are read; data may be NULL).
+ * Writes every output's dims one after another, in output order, into `shapes` (capacity entries). */
+FUSEGEN_API fusegen_status fusegen_function_output_shapes(const fusegen_function* function,
+                                                          const fusegen_tensor* arguments, int32_t argument_count,
+                                                          int64_t* shapes, int32_t capacity);
+/* Checks every tensor, then enqueues the fusion on `stream` (a CUstream or cudaStream_t; NULL is the
+ * legacy default stream). State tensors are updated in place. Nothing is launched if a check fails. */
+FUSEGEN_API fusegen_status fusegen_function_call(const fusegen_function* function, const fusegen_tensor* arguments,
+                                                 int32_t argument_count, const fusegen_tensor* outputs,
+                                                 int32_t output_count, void* stream);
+/* Compiles and loads the kernels for these dim values without launching. */
+FUSEGEN_API fusegen_status fusegen_function_prepare(const fusegen_function* function, const char* const* dim_names,
+                                                    const int64_t* dim_values, int32_t count);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FUSEGEN_H */

@@ -1,0 +1,216 @@
+// The C API: statuses and messages for every kind of misuse and bad input,
+// introspection and output shapes, all without a GPU.
+#include "fusegen.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+extern "C" int fusegen_header_is_c(void);
+
+namespace {
+
+constexpr const char* kSpec = R"(fusion pool_scale {
+  input  x : f32[N, 4, 8, 8]
+  param  s : f32[4, 1, 1]
+  state  count : f32[1]
+  h = max_pool2d(x, kernel_size=2)
+  output y = h * s
+  output z = relu(h)
+}
+)";
+
+struct Handles {
+  fusegen_runtime* rt = nullptr;
+  fusegen_program* prog = nullptr;
+  fusegen_function* fn = nullptr;
+  ~Handles() {
+    // Any order: each handle keeps what it needs alive.
+    fusegen_runtime_destroy(rt);
+    fusegen_function_destroy(fn);
+    fusegen_program_destroy(prog);
+  }
+};
+
+void open(Handles& h, const char* text = kSpec, const char* fusion = "pool_scale") {
+  ASSERT_EQ(fusegen_runtime_create(0, nullptr, &h.rt), FUSEGEN_OK) << fusegen_last_error();
+  ASSERT_EQ(fusegen_program_load_string(h.rt, text, "spec.fg", &h.prog), FUSEGEN_OK) << fusegen_last_error();
+  ASSERT_EQ(fusegen_program_function(h.prog, fusion, &h.fn), FUSEGEN_OK) << fusegen_last_error();
+}
+
+fusegen_tensor tensor(const char* name, void* data, const std::vector<int64_t>& shape) {
+  return {name, data, shape.data(), static_cast<int32_t>(shape.size()), FUSEGEN_FLOAT32};
+}
+
+TEST(CApi, VersionsAndStatusNames) {
+  EXPECT_STREQ(fusegen_version(), FUSEGEN_VERSION);
+  EXPECT_EQ(fusegen_c_api_version(), FUSEGEN_C_API_VERSION);
+  EXPECT_STREQ(fusegen_status_name(FUSEGEN_ERROR_ARGUMENT), "argument");
+  EXPECT_STREQ(fusegen_status_name(FUSEGEN_ERROR_NO_DRIVER), "no-driver");
+  EXPECT_STREQ(fusegen_status_name(1234), "unknown");
+  EXPECT_EQ(fusegen_header_is_c(), 1);
+}
+
+TEST(CApi, NullHandlesAndOutPointersAreInvalidNotCrashes) {
+  fusegen_program* prog = nullptr;
+  fusegen_function* fn = nullptr;
+  EXPECT_EQ(fusegen_runtime_create(0, nullptr, nullptr), FUSEGEN_ERROR_INVALID);
+  EXPECT_NE(std::string(fusegen_last_error()).find("out is NULL"), std::string::npos);
+  EXPECT_EQ(fusegen_runtime_create(-1, nullptr, (fusegen_runtime**)&prog), FUSEGEN_ERROR_INVALID);
+  EXPECT_EQ(fusegen_program_load_string(nullptr, "x", nullptr, &prog), FUSEGEN_ERROR_INVALID);
+  EXPECT_EQ(prog, nullptr);
+  EXPECT_EQ(fusegen_program_function(nullptr, "f", &fn), FUSEGEN_ERROR_INVALID);
+  EXPECT_EQ(fusegen_function_call(nullptr, nullptr, 0, nullptr, 0, nullptr), FUSEGEN_ERROR_INVALID);
+  EXPECT_EQ(fusegen_program_function_count(nullptr), -1);
+  EXPECT_EQ(fusegen_program_function_name(nullptr, 0), nullptr);
+  EXPECT_EQ(fusegen_function_tensor_count(nullptr), -1);
+  EXPECT_EQ(fusegen_function_signature(nullptr), nullptr);
+  EXPECT_STREQ(fusegen_runtime_cache_dir(nullptr), "");
+  fusegen_stats stats;
+  EXPECT_EQ(fusegen_runtime_stats(nullptr, &stats), FUSEGEN_ERROR_INVALID);
+  fusegen_runtime_destroy(nullptr);
+  fusegen_program_destroy(nullptr);
+  fusegen_function_destroy(nullptr);
+}
+
+TEST(CApi, BadOptionsAreInvalid) {
+  fusegen_runtime_options options;
+  fusegen_runtime_options_init(&options);
+  options.precision = 7;
+  fusegen_runtime* rt = nullptr;
+  EXPECT_EQ(fusegen_runtime_create(0, &options, &rt), FUSEGEN_ERROR_INVALID);
+  EXPECT_EQ(rt, nullptr);
+  EXPECT_NE(std::string(fusegen_last_error()).find("precision 7"), std::string::npos);
+}
+
+TEST(CApi, SpecErrorsCarryFileLineColumn) {
+  fusegen_runtime* rt = nullptr;
+  ASSERT_EQ(fusegen_runtime_create(0, nullptr, &rt), FUSEGEN_OK);
+  fusegen_program* prog = nullptr;
+  EXPECT_EQ(fusegen_program_load_string(rt, "fusion f {\n  input x : f32[4]\n  output y = frobnicate(x)\n}\n",
+                                        "bad.fg", &prog),
+            FUSEGEN_ERROR_SPEC);
+  EXPECT_EQ(prog, nullptr);
+  EXPECT_NE(std::string(fusegen_last_error()).find("bad.fg:3:14"), std::string::npos) << fusegen_last_error();
+  EXPECT_EQ(fusegen_program_load_file(rt, "/nonexistent/spec.fg", &prog), FUSEGEN_ERROR_IO);
+  EXPECT_NE(std::string(fusegen_last_error()).find("no such file"), std::string::npos);
+  fusegen_runtime_destroy(rt);
+}
+
+TEST(CApi, SuccessClearsTheLastError) {
+  Handles h;
+  open(h);
+  fusegen_function* missing = nullptr;
+  EXPECT_EQ(fusegen_program_function(h.prog, "nope", &missing), FUSEGEN_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(fusegen_last_error()).find("it has: pool_scale"), std::string::npos);
+  fusegen_stats stats;
+  EXPECT_EQ(fusegen_runtime_stats(h.rt, &stats), FUSEGEN_OK);
+  EXPECT_STREQ(fusegen_last_error(), "");
+}
+
+TEST(CApi, LastErrorIsPerThread) {
+  Handles h;
+  open(h);
+  fusegen_function* missing = nullptr;
+  EXPECT_EQ(fusegen_program_function(h.prog, "nope", &missing), FUSEGEN_ERROR_ARGUMENT);
+  std::string other;
+  std::thread([&] { other = fusegen_last_error(); }).join();
+  EXPECT_EQ(other, "");
+  EXPECT_NE(std::string(fusegen_last_error()), "");
+}
+
+TEST(CApi, ProgramAndFunctionIntrospection) {
+  Handles h;
+  open(h);
+  EXPECT_EQ(fusegen_program_function_count(h.prog), 1);
+  EXPECT_STREQ(fusegen_program_function_name(h.prog, 0), "pool_scale");
+  EXPECT_EQ(fusegen_program_function_name(h.prog, 1), nullptr);
+  EXPECT_STREQ(fusegen_function_name(h.fn), "pool_scale");
+  EXPECT_STREQ(fusegen_function_signature(h.fn), "pool_scale(x: f32[N, 4, 8, 8], s: f32[4, 1, 1], count: f32[1]) -> "
+                                                 "(y: f32[N, 4, 4, 4], z: f32[N, 4, 4, 4])");
+  ASSERT_EQ(fusegen_function_tensor_count(h.fn), 5);
+  const char* names[] = {"x", "s", "count", "y", "z"};
+  int32_t kinds[] = {FUSEGEN_TENSOR_INPUT, FUSEGEN_TENSOR_PARAM, FUSEGEN_TENSOR_STATE, FUSEGEN_TENSOR_OUTPUT,
+                     FUSEGEN_TENSOR_OUTPUT};
+  for (int32_t i = 0; i < 5; ++i) {
+    fusegen_tensor_info info;
+    ASSERT_EQ(fusegen_function_tensor_info(h.fn, i, &info), FUSEGEN_OK);
+    EXPECT_STREQ(info.name, names[i]);
+    EXPECT_EQ(info.kind, kinds[i]);
+  }
+  fusegen_tensor_info x;
+  ASSERT_EQ(fusegen_function_tensor_info(h.fn, 0, &x), FUSEGEN_OK);
+  ASSERT_EQ(x.rank, 4);
+  EXPECT_STREQ(x.dims[0], "N");
+  EXPECT_STREQ(x.dims[3], "8");
+  EXPECT_EQ(fusegen_function_tensor_info(h.fn, 5, &x), FUSEGEN_ERROR_INVALID);
+  EXPECT_EQ(fusegen_function_tensor_info(h.fn, -1, &x), FUSEGEN_ERROR_INVALID);
+}
+
+TEST(CApi, OutputShapesFollowTheArguments) {
+  Handles h;
+  open(h);
+  std::vector<int64_t> xs{3, 4, 8, 8}, ss{4, 1, 1}, cs{1};
+  fusegen_tensor args[] = {tensor("x", nullptr, xs), tensor("s", nullptr, ss), tensor("count", nullptr, cs)};
+  int64_t shapes[8] = {};
+  ASSERT_EQ(fusegen_function_output_shapes(h.fn, args, 3, shapes, 8), FUSEGEN_OK) << fusegen_last_error();
+  EXPECT_EQ(std::vector<int64_t>(shapes, shapes + 8), (std::vector<int64_t>{3, 4, 4, 4, 3, 4, 4, 4}));
+  EXPECT_EQ(fusegen_function_output_shapes(h.fn, args, 3, shapes, 7), FUSEGEN_ERROR_INVALID);
+  std::vector<int64_t> wrong{3, 5, 8, 8};
+  args[0] = tensor("x", nullptr, wrong);
+  EXPECT_EQ(fusegen_function_output_shapes(h.fn, args, 3, shapes, 8), FUSEGEN_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(fusegen_last_error()).find("'x'"), std::string::npos) << fusegen_last_error();
+}
+
+TEST(CApi, BadCallsAreRejectedBeforeTheDriver) {
+  Handles h;
+  open(h);
+  alignas(16) static float memory[4096];
+  std::vector<int64_t> xs{2, 4, 8, 8}, ss{4, 1, 1}, cs{1}, ys{2, 4, 4, 4};
+  fusegen_tensor args[] = {tensor("x", memory, xs), tensor("s", memory + 1024, ss),
+                           tensor("count", memory + 1040, cs)};
+  fusegen_tensor outs[] = {tensor("y", memory + 2048, ys), tensor("z", memory + 3072, ys)};
+
+  // Missing tensor, unknown output, wrong dtype, misaligned, null arrays.
+  EXPECT_EQ(fusegen_function_call(h.fn, args, 2, outs, 2, nullptr), FUSEGEN_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(fusegen_last_error()).find("count"), std::string::npos) << fusegen_last_error();
+  fusegen_tensor bad_out[] = {outs[0], tensor("w", memory + 3072, ys)};
+  EXPECT_EQ(fusegen_function_call(h.fn, args, 3, bad_out, 2, nullptr), FUSEGEN_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(fusegen_last_error()).find("unknown output 'w'"), std::string::npos);
+  fusegen_tensor typed[] = {args[0], args[1], args[2]};
+  typed[1].dtype = 3;
+  EXPECT_EQ(fusegen_function_call(h.fn, typed, 3, outs, 2, nullptr), FUSEGEN_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(fusegen_last_error()).find("float32"), std::string::npos);
+  fusegen_tensor misaligned[] = {tensor("x", memory + 1, xs), args[1], args[2]};
+  EXPECT_EQ(fusegen_function_call(h.fn, misaligned, 3, outs, 2, nullptr), FUSEGEN_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(fusegen_last_error()).find("aligned"), std::string::npos);
+  EXPECT_EQ(fusegen_function_call(h.fn, nullptr, 3, outs, 2, nullptr), FUSEGEN_ERROR_INVALID);
+  fusegen_tensor unnamed[] = {args[0], args[1], args[2]};
+  unnamed[0].name = nullptr;
+  EXPECT_EQ(fusegen_function_call(h.fn, unnamed, 3, outs, 2, nullptr), FUSEGEN_ERROR_INVALID);
+  fusegen_tensor shapeless[] = {args[0], args[1], args[2]};
+  shapeless[0].shape = nullptr;
+  EXPECT_EQ(fusegen_function_call(h.fn, shapeless, 3, outs, 2, nullptr), FUSEGEN_ERROR_INVALID);
+
+  // A call that passes every check needs the driver; on a machine without
+  // one it says so (with one, host memory is refused as not device memory).
+  fusegen_status status = fusegen_function_call(h.fn, args, 3, outs, 2, nullptr);
+  EXPECT_TRUE(status == FUSEGEN_ERROR_NO_DRIVER || status == FUSEGEN_ERROR_ARGUMENT)
+      << fusegen_status_name(status) << ": " << fusegen_last_error();
+}
+
+TEST(CApi, PrepareChecksDims) {
+  Handles h;
+  open(h);
+  const char* names[] = {"N", "N"};
+  int64_t values[] = {2, 3};
+  EXPECT_EQ(fusegen_function_prepare(h.fn, names, values, 2), FUSEGEN_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(fusegen_last_error()).find("given twice"), std::string::npos);
+  const char* unknown[] = {"M"};
+  EXPECT_EQ(fusegen_function_prepare(h.fn, unknown, values, 1), FUSEGEN_ERROR_ARGUMENT);
+  EXPECT_EQ(fusegen_function_prepare(h.fn, nullptr, values, 1), FUSEGEN_ERROR_INVALID);
+}
+
+} // namespace
