@@ -1,0 +1,37 @@
+"""fusegen for Python: call fused CUDA kernels generated from a spec on torch tensors.
+
+    import fusegen
+    f = fusegen.load("spec.fg").function("name")
+    y = f(x=x, w=w, b=b)
+
+See docs/python.md. The C library (libfusegen.so) is loaded on first use, from
+$FUSEGEN_LIBRARY if set, else from the package (placed there by
+`pip install ./python`); torch is imported only when needed.
+"""
+
+from ._errors import (ArgumentError, CompileError, DriverError, Error, InternalError, IoError,
+                      LibraryNotFoundError, NoDriverError, SpecError)
+from ._function import Function, TensorSpec
+from ._modules import module_arguments
+from ._runtime import Program, Runtime, default_runtime, load, load_string
+
+__version__ = "0.1.0"
+
+
+def library_version():
+    """The version of the loaded C library (loads it)."""
+    from . import _library
+    return _library.text(_library.load().fusegen_version())
+
+
+def library_path():
+    """The path of the loaded C library (loads it)."""
+    from . import _library
+    return _library.load().path
+
+
+__all__ = [
+    "ArgumentError", "CompileError", "DriverError", "Error", "Function", "InternalError", "IoError",
+    "LibraryNotFoundError", "NoDriverError", "Program", "Runtime", "SpecError", "TensorSpec",
+    "default_runtime", "library_path", "library_version", "load", "load_string", "module_arguments",
+]

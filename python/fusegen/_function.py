@@ -1,0 +1,252 @@
+"""A fusion as a Python callable: `y = f(x=x, w=w, ...)`.
+
+The call path is kept lean (issue 6 measures host overhead per call): the
+argument order is fixed once per function, and per tuple of argument shapes a
+`_Plan` keeps the ctypes arrays (names, shapes, ranks) and the output shapes,
+so a repeated call only checks each tensor, fills data pointers and calls C.
+"""
+
+import collections
+import ctypes
+
+from . import _tensors
+from ._errors import ArgumentError
+from ._library import KINDS, Tensor, TensorInfo, check, last_error, text
+
+TensorSpec = collections.namedtuple("TensorSpec", "name kind dims")
+TensorSpec.__doc__ = """One tensor of a signature: name, kind ('input', 'param', 'state' or 'output')
+and dims (ints for constant dims, strings for symbols such as 'N')."""
+
+_MAX_PLANS = 256  # shape tuples kept per function; a workload with more starts over
+
+
+class _Plan:
+    """The ctypes side of one call shape: everything but the data pointers."""
+
+    __slots__ = ("args", "arg_slots", "outs", "out_slots", "out_shapes", "keep")
+
+    def __init__(self, args, outs, out_shapes, keep):
+        self.args = args
+        self.arg_slots = list(args)  # structs that share args' memory: `slot.data = p` writes into it
+        self.outs = outs
+        self.out_slots = list(outs)
+        self.out_shapes = out_shapes
+        self.keep = keep  # shape arrays the structs point to
+
+
+def _stream_handle(stream):
+    """A CUstream handle (int) from an int, a torch.cuda.Stream or a CuPy stream."""
+    if stream is None or isinstance(stream, int):
+        return stream or None
+    for attribute in ("cuda_stream", "ptr", "handle"):
+        value = getattr(stream, attribute, None)
+        if isinstance(value, int):
+            return value or None
+    raise ArgumentError("fusegen: stream must be an int handle or a stream object with .cuda_stream "
+                        "(torch) or .ptr (CuPy), not %s" % type(stream).__name__)
+
+
+class Function:
+    """One fusion of a loaded spec. Call it with its arguments by name."""
+
+    def __init__(self, lib, handle, program, runtime):
+        self._lib = lib
+        self._handle = ctypes.c_void_p(handle)
+        self._program = program  # keeps the Python objects alive in a natural order
+        self.runtime = runtime
+        self._device = runtime.device
+        self.name = text(lib.fusegen_function_name(self._handle))
+        self.signature = text(lib.fusegen_function_signature(self._handle))
+        specs = []
+        info = TensorInfo()
+        for i in range(lib.fusegen_function_tensor_count(self._handle)):
+            check(lib, lib.fusegen_function_tensor_info(self._handle, i, ctypes.byref(info)))
+            dims = tuple(int(d) if d.lstrip("-").isdigit() else d
+                         for d in (text(info.dims[k]) for k in range(info.rank)))
+            specs.append(TensorSpec(text(info.name), KINDS[info.kind] if 0 <= info.kind < 4 else "?", dims))
+        self.arguments = tuple(s for s in specs if s.kind != "output")
+        self.outputs = tuple(s for s in specs if s.kind == "output")
+        self.argument_names = tuple(s.name for s in self.arguments)
+        self.output_names = tuple(s.name for s in self.outputs)
+        self._names_b = [n.encode() for n in self.argument_names]  # kept alive: the structs point at them
+        self._out_names_b = [n.encode() for n in self.output_names]
+        self._state = frozenset(s.name for s in self.arguments if s.kind == "state")
+        self._n_args = len(self.arguments)
+        self._n_outs = len(self.outputs)
+        self._out_capacity = sum(len(s.dims) for s in self.outputs)
+        self._out_is_arg = "out" in self.argument_names  # then f(out=...) is that argument
+        self._plans = {}
+        self._c_call = lib.fusegen_function_call
+        self._torch_device = None
+
+    def __repr__(self):
+        return "<fusegen.Function %s>" % self.signature
+
+    def __del__(self):
+        try:
+            self._lib.fusegen_function_destroy(self._handle)
+        except Exception:  # interpreter shutdown
+            pass
+
+    # ---- the call path ----
+
+    def __call__(self, out=None, **tensors):
+        """Runs the fusion; returns the output (or a tuple of outputs in order).
+
+        Arguments by name; `out={name: tensor}` gives the outputs (required
+        without torch). With torch tensors it runs on torch's current stream."""
+        if self._out_is_arg and out is not None:
+            tensors["out"] = out
+            out = None
+        return self.call(tensors, out)
+
+    def call(self, tensors, out=None, stream=None):
+        """Like f(**tensors, out=out), with an explicit `stream` (an int handle or a
+        torch/CuPy stream; by default torch's current stream when torch tensors are
+        involved, else the legacy default stream)."""
+        if len(tensors) != self._n_args:
+            raise self._names_error(tensors)
+        Tensor_ = _tensors.TorchTensor or _tensors.torch_tensor_type()
+        f32 = _tensors.float32
+        device = self._device
+        shapes = []
+        pointers = []
+        use_torch = False
+        try:
+            for name in self.argument_names:
+                t = tensors[name]
+                if Tensor_ is not None and isinstance(t, Tensor_) and t.dtype is f32 \
+                        and t.get_device() == device and t.is_contiguous():
+                    shapes.append(t.shape)
+                    pointers.append(t.data_ptr())
+                    use_torch = True
+                else:  # everything else, and every error message
+                    shape, pointer, is_torch = _tensors.adapt(
+                        "argument '%s' of %s" % (name, self.name), t, device, name in self._state)
+                    shapes.append(shape)
+                    pointers.append(pointer)
+                    use_torch = use_torch or is_torch
+        except KeyError:
+            raise self._names_error(tensors) from None
+        key = tuple(shapes)
+        plan = self._plans.pop(key, None)  # taken out while in use: another thread builds its own
+        if plan is None:
+            plan = self._plan(key)
+        try:
+            for slot, pointer in zip(plan.arg_slots, pointers):
+                slot.data = pointer
+            if out is None:
+                if _tensors.TorchTensor is None:
+                    _tensors.require_torch("calling %s without out=" % self.name)
+                empty = _tensors.empty
+                torch_device = self._torch_device or self._make_torch_device()
+                if self._n_outs == 1:  # the common case, without the loops
+                    result = empty(plan.out_shapes[0], dtype=_tensors.float32, device=torch_device)
+                    plan.out_slots[0].data = result.data_ptr()
+                    results = (result,)
+                else:
+                    results = [empty(s, dtype=_tensors.float32, device=torch_device) for s in plan.out_shapes]
+                    for slot, r in zip(plan.out_slots, results):
+                        slot.data = r.data_ptr()
+                use_torch = True
+            else:
+                results = self._given_outputs(out, plan)
+                use_torch = use_torch or _tensors.TorchTensor is not None and \
+                    isinstance(results[0] if results else None, _tensors.TorchTensor)
+            if stream is None:
+                handle = _tensors.raw_stream(device) if use_torch else None
+            else:
+                handle = _stream_handle(stream)
+            status = self._c_call(self._handle, plan.args, self._n_args, plan.outs, self._n_outs, handle)
+            if status:
+                raise last_error(self._lib, status)
+        finally:
+            if len(self._plans) >= _MAX_PLANS:
+                self._plans.clear()
+            self._plans[key] = plan
+        return results[0] if self._n_outs == 1 else tuple(results)
+
+    def _make_torch_device(self):
+        import torch
+        self._torch_device = torch.device("cuda", self._device)
+        return self._torch_device
+
+    def _names_error(self, tensors):
+        given = set(tensors)
+        wanted = set(self.argument_names)
+        parts = []
+        missing = [n for n in self.argument_names if n not in given]
+        if missing:
+            parts.append("missing %s" % ", ".join(missing))
+        for name in sorted(given - wanted):
+            if name in self.output_names:
+                parts.append("'%s' is an output (pass outputs with out={'%s': tensor})" % (name, name))
+            else:
+                parts.append("unknown argument '%s'" % name)
+        return ArgumentError("fusegen: %s: %s; the signature is %s" % (self.name, "; ".join(parts), self.signature))
+
+    def _given_outputs(self, out, plan):
+        """Checks the caller's outputs against the plan's shapes and fills their pointers."""
+        if not isinstance(out, dict):
+            raise ArgumentError("fusegen: %s: out= must be a dict {output name: tensor}" % self.name)
+        unknown = sorted(set(out) - set(self.output_names))
+        missing = [n for n in self.output_names if n not in out]
+        if unknown or missing:
+            raise ArgumentError("fusegen: %s: out= must give exactly the outputs %s (%s)" % (
+                self.name, ", ".join(self.output_names),
+                "; ".join((["missing " + ", ".join(missing)] if missing else []) +
+                          ["unknown '%s'" % n for n in unknown])))
+        results = []
+        for name, expected, slot in zip(self.output_names, plan.out_shapes, plan.out_slots):
+            value = out[name]
+            shape, pointer, _ = _tensors.adapt("output '%s' of %s" % (name, self.name), value, self._device, True)
+            if tuple(shape) != expected:
+                raise ArgumentError("fusegen: %s: output '%s' has shape %s; for these arguments it is %s" % (
+                    self.name, name, list(shape), list(expected)))
+            slot.data = pointer
+            results.append(value)
+        return results
+
+    def _tensor_array(self, names_b, shapes):
+        arrays = [(ctypes.c_int64 * len(s))(*s) for s in shapes]
+        structs = (Tensor * len(shapes))()
+        for struct, name, shape, dims in zip(structs, names_b, shapes, arrays):
+            struct.name = name
+            struct.shape = dims
+            struct.rank = len(shape)
+            struct.dtype = 0  # FUSEGEN_FLOAT32
+        return structs, arrays
+
+    def _output_shapes(self, key):
+        """Output shapes (tuples, in order) for argument shapes `key`, from the C library."""
+        args, keep = self._tensor_array(self._names_b, key)
+        buffer = (ctypes.c_int64 * max(1, self._out_capacity))()
+        check(self._lib, self._lib.fusegen_function_output_shapes(
+            self._handle, args, self._n_args, buffer, self._out_capacity))
+        shapes = []
+        at = 0
+        for spec in self.outputs:
+            shapes.append(tuple(buffer[at:at + len(spec.dims)]))
+            at += len(spec.dims)
+        return args, keep, shapes
+
+    def _plan(self, key):
+        args, keep, out_shapes = self._output_shapes(key)
+        outs, out_keep = self._tensor_array(self._out_names_b, out_shapes)
+        return _Plan(args, outs, out_shapes, (keep, out_keep))
+
+    # ---- without a launch ----
+
+    def output_shapes(self, **shapes):
+        """{output name: shape} for arguments given as shapes (sequences of ints) or tensors."""
+        if set(shapes) != set(self.argument_names):
+            raise self._names_error(shapes)
+        key = tuple(_tensors.as_shape("argument '%s' of %s" % (n, self.name), shapes[n])
+                    for n in self.argument_names)
+        return dict(zip(self.output_names, self._output_shapes(key)[2]))
+
+    def prepare(self, **dims):
+        """Compiles and loads the kernels for these dim values (e.g. N=1024) without launching."""
+        names = (ctypes.c_char_p * max(1, len(dims)))(*[n.encode() for n in dims])
+        values = (ctypes.c_int64 * max(1, len(dims)))(*[int(v) for v in dims.values()])
+        check(self._lib, self._lib.fusegen_function_prepare(self._handle, names, values, len(dims)))

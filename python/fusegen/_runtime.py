@@ -1,0 +1,149 @@
+"""Runtime (one device plus its kernel caches) and Program (a loaded spec)."""
+
+import ctypes
+import os
+import threading
+
+from . import _library
+from ._errors import ArgumentError
+from ._function import Function
+from ._library import check, text
+
+_STATS = ("calls", "memory_hits", "generations", "compiles", "disk_loads", "disk_writes", "disk_rejects")
+
+
+class Runtime:
+    """One CUDA device and its caches of compiled kernels.
+
+    precision: None (each fusion's own), 'strict' or 'tf32'.
+    cache_dir: the disk cache directory (None: $FUSEGEN_CACHE_DIR, then
+    $XDG_CACHE_HOME/fusegen, then ~/.cache/fusegen). disk_cache=False compiles
+    in memory only. check_pointers: ask the driver where every pointer lives
+    before launching (safer; costs some host time per call).
+    The device is opened on first use, so this works without a GPU."""
+
+    def __init__(self, device=0, precision=None, cache_dir=None, disk_cache=True, check_pointers=True):
+        if precision not in _library.PRECISIONS:
+            raise ArgumentError("fusegen: precision must be None, 'strict' or 'tf32', not %r" % (precision,))
+        if not isinstance(device, int) or device < 0:
+            raise ArgumentError("fusegen: device must be a device ordinal (an int >= 0), not %r" % (device,))
+        self._lib = lib = _library.load()
+        self.device = device
+        self.precision = precision
+        options = _library.RuntimeOptions()
+        lib.fusegen_runtime_options_init(ctypes.byref(options))
+        options.precision = _library.PRECISIONS[precision]
+        options.disk_cache = 1 if disk_cache else 0
+        self._cache_dir_b = os.fsencode(cache_dir) if cache_dir is not None else None
+        options.cache_dir = self._cache_dir_b
+        options.check_pointers = 1 if check_pointers else 0
+        handle = ctypes.c_void_p()
+        check(lib, lib.fusegen_runtime_create(device, ctypes.byref(options), ctypes.byref(handle)))
+        self._handle = handle
+
+    def __repr__(self):
+        return "<fusegen.Runtime device=%d precision=%s cache_dir=%r>" % (
+            self.device, self.precision or "default", self.cache_dir)
+
+    def __del__(self):
+        try:
+            self._lib.fusegen_runtime_destroy(self._handle)
+        except Exception:  # never fully built, or interpreter shutdown
+            pass
+
+    def load(self, path):
+        """Loads a spec file; SpecError (with file:line:col) if it has errors."""
+        handle = ctypes.c_void_p()
+        check(self._lib, self._lib.fusegen_program_load_file(self._handle, os.fsencode(path), ctypes.byref(handle)))
+        return Program(self, handle, os.fspath(path))
+
+    def load_string(self, text_, name="<string>"):
+        """Loads a spec from text; `name` is the file name its diagnostics use."""
+        handle = ctypes.c_void_p()
+        check(self._lib, self._lib.fusegen_program_load_string(
+            self._handle, text_.encode(), name.encode(), ctypes.byref(handle)))
+        return Program(self, handle, name)
+
+    def stats(self):
+        """The cache counters as a dict (calls, memory_hits, generations, compiles, disk_loads, ...)."""
+        out = _library.Stats()
+        check(self._lib, self._lib.fusegen_runtime_stats(self._handle, ctypes.byref(out)))
+        return {name: int(getattr(out, name)) for name in _STATS}
+
+    @property
+    def cache_dir(self):
+        """The disk cache directory in use ("" when the disk cache is off)."""
+        return text(self._lib.fusegen_runtime_cache_dir(self._handle))
+
+    def device_info(self):
+        """(device name, compute capability such as 90). Opens the device: NoDriverError without a GPU."""
+        name = ctypes.c_char_p()
+        arch = ctypes.c_int32()
+        check(self._lib, self._lib.fusegen_runtime_device(self._handle, ctypes.byref(name), ctypes.byref(arch)))
+        return text(name.value), int(arch.value)
+
+    def synchronize(self, stream=None):
+        """Waits for the work on `stream` (default: the legacy default stream)."""
+        from ._function import _stream_handle
+        check(self._lib, self._lib.fusegen_runtime_synchronize(self._handle, _stream_handle(stream)))
+
+
+class Program:
+    """A loaded spec: its fusions by name."""
+
+    def __init__(self, runtime, handle, name):
+        self.runtime = runtime
+        self._lib = runtime._lib
+        self._handle = handle
+        self.name = name
+        count = self._lib.fusegen_program_function_count(handle)
+        self.function_names = tuple(text(self._lib.fusegen_program_function_name(handle, i))
+                                    for i in range(max(0, count)))
+
+    def __repr__(self):
+        return "<fusegen.Program %s: %s>" % (self.name, ", ".join(self.function_names))
+
+    def __del__(self):
+        try:
+            self._lib.fusegen_program_destroy(self._handle)
+        except Exception:
+            pass
+
+    def function(self, name=None):
+        """The fusion called `name` (may be left out when the spec has exactly one)."""
+        if name is None:
+            if len(self.function_names) != 1:
+                raise ArgumentError("fusegen: %s has %d fusions (%s); name one" % (
+                    self.name, len(self.function_names), ", ".join(self.function_names) or "none"))
+            name = self.function_names[0]
+        if name not in self.function_names:
+            raise ArgumentError("fusegen: %s has no fusion named '%s'; it has: %s" % (
+                self.name, name, ", ".join(self.function_names) or "none"))
+        handle = ctypes.c_void_p()
+        check(self._lib, self._lib.fusegen_program_function(self._handle, name.encode(), ctypes.byref(handle)))
+        return Function(self._lib, handle.value, self, self.runtime)
+
+
+_defaults = {}
+_defaults_lock = threading.Lock()
+
+
+def default_runtime(device=0):
+    """The runtime fusegen.load uses for `device` (made on first use, default options)."""
+    runtime = _defaults.get(device)
+    if runtime is None:
+        with _defaults_lock:
+            runtime = _defaults.get(device)
+            if runtime is None:
+                runtime = _defaults[device] = Runtime(device)
+    return runtime
+
+
+def load(path, device=0):
+    """Loads a spec file on the default runtime of `device`."""
+    return default_runtime(device).load(path)
+
+
+def load_string(text_, name="<string>", device=0):
+    """Loads a spec from text on the default runtime of `device`."""
+    return default_runtime(device).load_string(text_, name)

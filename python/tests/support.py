@@ -1,0 +1,97 @@
+"""Shared by the tests: paths, a fake device array, and what this machine has.
+
+The tests import the package from this checkout (python/), so that ctest
+checks the source next to the library it built; set FUSEGEN_TEST_INSTALLED=1
+to test an installed package instead.
+"""
+
+import os
+import sys
+import tempfile
+import unittest
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+PYTHON = os.path.dirname(TESTS)
+REPO = os.path.dirname(PYTHON)
+SPECS = os.path.join(REPO, "specs", "kernelbench")
+SCRIPTS = os.path.join(REPO, "scripts")
+
+if not os.environ.get("FUSEGEN_TEST_INSTALLED") and sys.path[:1] != [PYTHON]:
+    sys.path.insert(0, PYTHON)
+
+import fusegen  # noqa: E402
+
+# A cache of its own, so that tests never touch the user's cache.
+CACHE_DIR = os.environ.get("FUSEGEN_CACHE_DIR") or tempfile.mkdtemp(prefix="fusegen-py-tests-")
+
+
+class FakeArray:
+    """Exposes __cuda_array_interface__ for memory that does not exist: enough for
+    every check that runs before the driver is needed (addresses are 16-byte aligned)."""
+
+    _next = 0x7F0000000000
+
+    def __init__(self, shape, typestr="<f4", strides=None, readonly=False, address=None):
+        if address is None:
+            address = FakeArray._next
+            size = 4
+            for d in shape:
+                size *= d
+            FakeArray._next += (size + 255) // 256 * 256 + 256
+        self.shape = tuple(shape)
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr, "data": (address, readonly),
+                                         "strides": strides, "version": 3}
+
+    @property
+    def address(self):
+        return self.__cuda_array_interface__["data"][0]
+
+
+def library_problem():
+    """Why the library cannot be loaded here (None when it can)."""
+    try:
+        fusegen.library_path()
+    except fusegen.LibraryNotFoundError as e:
+        return str(e)
+    return None
+
+
+def requires_library(cls):
+    """Skips `cls` when no library is installed and FUSEGEN_LIBRARY is unset; when it is
+    set (as ctest does), a library that does not load fails the tests instead."""
+    if library_problem() and not os.environ.get("FUSEGEN_LIBRARY"):
+        return unittest.skip("skipped: no libfusegen.so (install the package or set FUSEGEN_LIBRARY)")(cls)
+    return cls
+
+
+_torch_cuda = None
+
+
+def torch_with_cuda():
+    """torch, if it imports and sees a CUDA device; else None."""
+    global _torch_cuda
+    if _torch_cuda is None:
+        try:
+            import torch
+            _torch_cuda = torch if torch.cuda.is_available() else False
+        except ImportError:
+            _torch_cuda = False
+    return _torch_cuda or None
+
+
+def has_driver(runtime):
+    """Whether `runtime` can open its device here."""
+    try:
+        runtime.device_info()
+        return True
+    except fusegen.NoDriverError:
+        return False
+
+
+def spec(shapes, chain):
+    """Path of a KernelBench spec: shapes 'v0.1' or 'small', chain '62', '75', '39' or '85'."""
+    folder = SPECS if shapes == "v0.1" else os.path.join(SPECS, "small")
+    for name in os.listdir(folder):
+        if name.startswith(chain + "_") and name.endswith(".fg"):
+            return os.path.join(folder, name)
+    raise FileNotFoundError("no spec for chain %s in %s" % (chain, folder))

@@ -1,0 +1,153 @@
+"""The four KernelBench seed chains on torch CUDA tensors against the PyTorch modules
+(scripts/kernelbench_models.py) with the modules' own weights; needs torch with CUDA."""
+
+import sys
+import unittest
+
+import support
+from support import fusegen
+
+torch = support.torch_with_cuda()
+NO_GPU = "skipped: no GPU (torch with CUDA is not available)"
+
+# Batch per shape set and chain: "small" near KernelBench's, "v0.1" reduced (the full sizes are
+# for bench/kernelbench.py; the weights stay full size).
+BATCH = {"small": {"62": 64, "75": 64, "39": 64, "85": 8},
+         "v0.1": {"62": 16, "75": 16, "39": 16, "85": 2}}
+
+
+def models():
+    if support.SCRIPTS not in sys.path:
+        sys.path.insert(0, support.SCRIPTS)
+    import kernelbench_models
+    return kernelbench_models
+
+
+def close(test, name, actual, expected, tolerance):
+    test.assertEqual(tuple(actual.shape), tuple(expected.shape), name)
+    if not torch.allclose(actual, expected, atol=tolerance, rtol=tolerance):
+        error = (actual - expected).abs().max().item()
+        test.fail("%s: max abs error %.3g exceeds atol=rtol=%g" % (name, error, tolerance))
+
+
+@unittest.skipUnless(torch, NO_GPU)
+@support.requires_library
+class ChainsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        cls.strict = fusegen.Runtime(precision="strict", cache_dir=support.CACHE_DIR)
+        cls.tf32 = fusegen.Runtime(precision="tf32", cache_dir=support.CACHE_DIR)
+
+    def check_chain(self, shapes, chain, runtime, tolerance, sets=2):
+        km = models()
+        _n, factory, x_shape = km.CONFIGS[shapes][chain]
+        n = BATCH[shapes][chain]
+        torch.manual_seed(0)
+        model = factory().cuda().train()
+        f = runtime.load(support.spec(shapes, chain)).function()
+        state = km.STATE.get(chain, [])
+        for _ in range(sets):
+            x = torch.rand(n, *x_shape, device="cuda")
+            arguments = fusegen.module_arguments(model, km.ARGUMENTS[chain], function=f, x=x)
+            before = {name: arguments[name].clone() for name in state}
+            y = f(**arguments)  # updates the module's running stats in place
+            after = {name: arguments[name].clone() for name in state}
+            for name in state:  # back to the state before, for PyTorch's own update
+                arguments[name].copy_(before[name])
+            with torch.no_grad():
+                expected = model(x)
+            torch.cuda.synchronize()
+            close(self, "%s %s y" % (shapes, chain), y, expected, tolerance)
+            for name in state:
+                close(self, "%s %s %s" % (shapes, chain, name), after[name], arguments[name], tolerance)
+
+    def test_small_strict(self):
+        for chain in ("62", "75", "39", "85"):
+            with self.subTest(chain=chain):
+                self.check_chain("small", chain, self.strict, 1e-4)
+
+    def test_v01_strict(self):
+        for chain in ("62", "75", "39", "85"):
+            with self.subTest(chain=chain):
+                self.check_chain("v0.1", chain, self.strict, 1e-4)
+
+    def test_small_tf32(self):
+        for chain in ("62", "75", "39", "85"):
+            with self.subTest(chain=chain):
+                self.check_chain("small", chain, self.tf32, 1e-2, sets=1)
+
+
+@unittest.skipUnless(torch, NO_GPU)
+@support.requires_library
+class TorchCallTest(unittest.TestCase):
+    SPEC = """
+fusion scale_add {
+  input  x : f32[N, 16]
+  param  s : f32[16]
+  output y = x * s + x
+}
+fusion two {
+  input  a : f32[M, 4]
+  output p = a + a
+  output q = a * a
+}
+"""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.runtime = fusegen.Runtime(cache_dir=support.CACHE_DIR)
+        cls.program = cls.runtime.load_string(cls.SPEC, name="torch.fg")
+        cls.f = cls.program.function("scale_add")
+
+    def test_call_and_out(self):
+        x = torch.rand(8, 16, device="cuda")
+        s = torch.nn.Parameter(torch.rand(16, device="cuda"))  # parameters are tensors too
+        y = self.f(x=x, s=s)
+        self.assertEqual(y.dtype, torch.float32)
+        self.assertEqual(y.device, x.device)
+        close(self, "y", y, x * s.detach() + x, 1e-6)
+        out = torch.full((8, 16), float("nan"), device="cuda")
+        self.assertIs(self.f(x=x, s=s, out={"y": out}), out)
+        close(self, "out", out, y, 0)
+        p, q = self.program.function("two")(a=x[:, :4].contiguous())
+        close(self, "p", p, 2 * x[:, :4], 1e-6)
+        close(self, "q", q, x[:, :4] * x[:, :4], 1e-6)
+
+    def test_current_stream(self):
+        stream = torch.cuda.Stream()
+        x = torch.rand(1 << 12, 16, device="cuda")
+        s = torch.rand(16, device="cuda")
+        torch.cuda.synchronize()
+        with torch.cuda.stream(stream):
+            y = self.f(x=x, s=s)
+            expected = x * s + x
+        stream.synchronize()
+        close(self, "y", y, expected, 1e-6)
+
+    def test_rejected_tensors(self):
+        s = torch.rand(16, device="cuda")
+        cases = [(torch.rand(8, 16), "is a tensor on cpu"),
+                 (torch.rand(8, 16, device="cuda", dtype=torch.float64), "has dtype torch.float64"),
+                 (torch.rand(16, 8, device="cuda").t(), "is not contiguous")]
+        for x, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(fusegen.ArgumentError, "argument 'x' of scale_add " + message):
+                    self.f(x=x, s=s)
+        with self.assertRaises(fusegen.ArgumentError):
+            self.f(x=torch.rand(8, 15, device="cuda"), s=s)
+
+    def test_prepare_and_stats(self):
+        runtime = fusegen.Runtime(cache_dir=support.CACHE_DIR)
+        f = runtime.load_string(self.SPEC, name="torch.fg").function("scale_add")
+        f.prepare(N=32)
+        before = runtime.stats()
+        f(x=torch.rand(32, 16, device="cuda"), s=torch.rand(16, device="cuda"))
+        after = runtime.stats()
+        self.assertEqual(after["calls"], before["calls"] + 1)
+        self.assertEqual(after["compiles"], before["compiles"])
+
+
+if __name__ == "__main__":
+    unittest.main()
