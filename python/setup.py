@@ -58,8 +58,10 @@ class BuildWithLibrary(build_py):
                 fail("`%s` failed (see above). The library needs the CUDA toolkit (NVRTC, cuda.h); on a "
                      "machine without Clang's dev packages pass CMAKE_ARGS=-DFUSEGEN_TEMPLATE_TEXT_PREBUILT="
                      "/path/TemplateText.h" % " ".join(command[:3]))
-        # The library is at runtime/libfusegen.so of the build; search in case a generator nests it.
-        for root, _dirs, files in os.walk(build_dir):
+        library = os.path.join(build_dir, "runtime", LIBRARY)
+        if os.path.isfile(library):
+            return library
+        for root, _dirs, files in os.walk(build_dir):  # a generator that nests its outputs
             if LIBRARY in files:
                 return os.path.join(root, LIBRARY)
         fail("the build finished but %s is not in %s" % (LIBRARY, build_dir))

@@ -1,0 +1,513 @@
+#!/usr/bin/env python3
+"""fusegen against PyTorch eager and torch.compile on the KernelBench seed chains.
+
+For each chain (62, 75, 39, 85) at each shape set (v0.1: specs/kernelbench/*.fg
+at KernelBench's sizes; small: specs/kernelbench/small/*.fg), in one process on
+one GPU:
+  1. builds the PyTorch module (scripts/kernelbench_models.py) under
+     torch.manual_seed, inputs torch.rand as in KernelBench;
+  2. runs fusegen through the Python package with the module's own weights
+     (fusegen.module_arguments) on fresh inputs, and checks every output and
+     running stat with allclose (atol=rtol=1e-4 strict, 1e-2 tf32);
+  3. times eager, torch.compile (default mode), fusegen strict and fusegen
+     tf32 with CUDA events, L2 flushed before each run, median of --runs runs
+     after warm-up (PyTorch with TF32 off);
+  4. reports fusegen's cold JIT time (first call on an empty cache), its
+     load time from the warm disk cache in a fresh process, and the host
+     overhead per call (median of 10,000 back-to-back calls of a tiny
+     fusion, next to one eager torch.add);
+  5. prints the tables and writes them, with the GPU, driver and versions,
+     to OUT_DIR/<gpu>.md and .json (<gpu>-quick.* with --quick).
+
+A chain that fails (a fusegen error, say) is a FAIL row with its message;
+the run goes on. Without torch or a GPU it says so and exits 0.
+
+usage: bench/kernelbench.py [--chains 62,75,39,85] [--shapes v0.1|small|both]
+                            [--runs 100] [--quick] [--out-dir bench/results]
+                            [--commit SHA] [--no-compile]
+fusegen comes from the installed package, else from python/ of this checkout
+with FUSEGEN_LIBRARY=<build>/runtime/libfusegen.so.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHAINS = ("62", "75", "39", "85")
+TOLERANCE = {"strict": 1e-4, "tf32": 1e-2}
+L2_FLUSH_BYTES = 256 << 20  # written before each timed run: well over twice any L2 (H100: 50 MB)
+MIN_RUNS = 10               # the fewest timed runs when --max-seconds caps a slow variant
+TINY_SPEC = "fusion tiny_add {\n  input a : f32[1, 16]\n  input b : f32[1, 16]\n  output y = a + b\n}\n"
+
+torch = None  # imported in main(), so that --help works anywhere
+fusegen = None
+
+
+def log(message):
+    print(message, flush=True)
+
+
+def import_everything():
+    """Imports torch, fusegen and the models; None when all is well, else why not (a skip)."""
+    global torch, fusegen
+    try:
+        import torch as torch_
+    except ImportError:
+        return "torch is not installed"
+    if not torch_.cuda.is_available():
+        return "no CUDA GPU visible to torch"
+    torch = torch_
+    try:
+        import fusegen as fusegen_
+    except ImportError:  # not installed: the checkout's package (with FUSEGEN_LIBRARY)
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        import fusegen as fusegen_
+    fusegen = fusegen_
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Measuring
+
+
+def time_gpu(fn, runs, warmup, flush, max_seconds):
+    """(median ms, runs) of fn() with CUDA events on the current stream, L2 flushed before each run.
+
+    A variant slower than max_seconds for all its runs gets fewer (at least
+    MIN_RUNS): the table shows the count, so that a slow kernel cannot stretch
+    the run past its time budget unnoticed."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    one = time.perf_counter() - start
+    if one * runs > max_seconds:
+        runs = max(MIN_RUNS, int(max_seconds / max(one, 1e-9)))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+    for i in range(runs):
+        flush.zero_()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)), runs
+
+
+def host_overhead(fn, calls):
+    """(median us, mean us) of the host wall time of `calls` back-to-back calls."""
+    for _ in range(200):
+        fn()
+    torch.cuda.synchronize()
+    clock = time.perf_counter_ns
+    samples = [0] * calls
+    begin = clock()
+    for i in range(calls):
+        t0 = clock()
+        fn()
+        samples[i] = clock() - t0
+    total = clock() - begin
+    torch.cuda.synchronize()
+    return statistics.median(samples) / 1e3, total / calls / 1e3
+
+
+# The fresh process of the disk-cache measurement: a runtime on the warm cache
+# directory, the device opened first (context creation is not cache loading),
+# then prepare() loads the kernels. Prints one JSON line.
+FRESH_PROCESS = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import fusegen
+t1 = time.perf_counter()
+spec, name, precision, cache_dir, dims = sys.argv[1:6]
+runtime = fusegen.Runtime(precision=precision, cache_dir=cache_dir)
+f = runtime.load(spec).function(name)
+t2 = time.perf_counter()
+runtime.device_info()
+t3 = time.perf_counter()
+f.prepare(**json.loads(dims))
+t4 = time.perf_counter()
+print(json.dumps({"import_ms": (t1 - t0) * 1e3, "load_spec_ms": (t2 - t1) * 1e3, "open_device_ms": (t3 - t2) * 1e3,
+                  "prepare_ms": (t4 - t3) * 1e3, "stats": runtime.stats()}))
+"""
+
+
+def fresh_process_load(spec, name, precision, cache_dir, dims):
+    package = os.path.dirname(os.path.dirname(os.path.abspath(fusegen.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-c", FRESH_PROCESS, spec, name, precision, cache_dir, json.dumps(dims)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                            timeout=300)
+    wall = (time.perf_counter() - start) * 1e3
+    if result.returncode != 0:
+        raise RuntimeError("fresh process failed: " + (result.stderr.strip().splitlines() or ["?"])[-1])
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+    measured["process_ms"] = wall
+    return measured
+
+
+def dims_of(function, arguments):
+    """The symbolic dims' values (e.g. {"N": 1024}) from the argument tensors."""
+    dims = {}
+    for spec in function.arguments:
+        for dim, size in zip(spec.dims, arguments[spec.name].shape):
+            if isinstance(dim, str):
+                dims[dim] = int(size)
+    return dims
+
+
+# ---------------------------------------------------------------------------
+# One chain
+
+
+def spec_path(shapes, chain, km):
+    folder = os.path.join(ROOT, "specs", "kernelbench") if shapes == "v0.1" else \
+        os.path.join(ROOT, "specs", "kernelbench", "small")
+    return os.path.join(folder, km.SPEC_FILES[chain])
+
+
+def check_precision(row, precision, model, f, km, chain, x_shape, n, sets):
+    """Cold first call, then `sets` fresh input sets against the module; returns the last arguments."""
+    state = km.STATE.get(chain, [])
+    tolerance = TOLERANCE[precision]
+    worst = 0.0
+    passed = True
+    for i in range(sets):
+        x = torch.rand(n, *x_shape, device="cuda")
+        arguments = fusegen.module_arguments(model, km.ARGUMENTS[chain], function=f, x=x)
+        # Train-mode batch norm updates the running stats on every call: fusegen
+        # updates the module's buffers in place; keep its result, put the state
+        # back, and let PyTorch make its own update from the same state.
+        before = {name: arguments[name].clone() for name in state}
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        y = f(**arguments)
+        torch.cuda.synchronize()
+        if i == 0:
+            row["cold_ms"][precision] = (time.perf_counter() - start) * 1e3
+        ours = {"y": y}
+        ours.update({name: arguments[name].clone() for name in state})
+        for name in state:
+            arguments[name].copy_(before[name])
+        expected = {"y": model(x)}
+        expected.update({name: arguments[name] for name in state})
+        for name, value in ours.items():
+            if tuple(value.shape) != tuple(expected[name].shape):
+                raise RuntimeError("%s: shape %s, PyTorch gives %s" % (name, list(value.shape),
+                                                                        list(expected[name].shape)))
+            worst = max(worst, (value - expected[name]).abs().max().item())
+            passed = passed and torch.allclose(value, expected[name], atol=tolerance, rtol=tolerance)
+    row["max_error"][precision] = worst
+    row["passed"][precision] = passed
+    return arguments
+
+
+def run_chain(args, shapes, chain, km, flush, cache_dir, row):
+    n, factory, x_shape = km.CONFIGS[shapes][chain]
+    spec = spec_path(shapes, chain, km)
+    row.update(n=n, spec=os.path.relpath(spec, ROOT))
+    torch.manual_seed(args.seed)
+    model = factory().cuda().train()  # train(): KernelBench's default; batch norm uses batch statistics
+    x = torch.rand(n, *x_shape, device="cuda")
+    timing = dict(runs=args.runs, warmup=args.warmup, flush=flush, max_seconds=args.max_seconds)
+
+    row["eager_ms"], row["runs"]["eager"] = time_gpu(lambda: model(x), **timing)
+    log("  eager %.4f ms" % row["eager_ms"])
+
+    if not args.no_compile:
+        try:
+            torch._dynamo.reset()  # each chain compiles as in a fresh process (no shared dynamic shapes)
+            compiled = torch.compile(model)
+            start = time.perf_counter()
+            compiled(x)
+            torch.cuda.synchronize()
+            row["compile_warmup_s"] = time.perf_counter() - start
+            row["compile_ms"], row["runs"]["compile"] = time_gpu(lambda: compiled(x), **timing)
+            log("  torch.compile %.4f ms (compiling took %.1f s)" % (row["compile_ms"], row["compile_warmup_s"]))
+        except Exception as e:  # noqa: BLE001 - any failure is reported, the run goes on
+            row["errors"].append("torch.compile: %s" % one_line(e))
+        finally:
+            compiled = None
+
+    for precision in ("strict", "tf32"):
+        try:
+            runtime = fusegen.Runtime(precision=precision, cache_dir=cache_dir)
+            f = runtime.load(spec).function()
+            arguments = check_precision(row, precision, model, f, km, chain, x_shape, n, args.sets)
+            arguments["x"] = x
+            row["fusegen_ms"][precision], row["runs"][precision] = time_gpu(lambda: f(**arguments), **timing)
+            log("  fusegen %s %.4f ms (cold first call %.0f ms), max error %.3g, %s" % (
+                precision, row["fusegen_ms"][precision], row["cold_ms"][precision], row["max_error"][precision],
+                "ok" if row["passed"][precision] else "MISMATCH"))
+            loaded = fresh_process_load(spec, f.name, precision, cache_dir, dims_of(f, arguments))
+            row["disk_load"][precision] = loaded
+            log("  fresh process, warm cache: prepare %.1f ms (compiles %d, disk loads %d)" % (
+                loaded["prepare_ms"], loaded["stats"]["compiles"], loaded["stats"]["disk_loads"]))
+        except Exception as e:  # noqa: BLE001
+            row["errors"].append("fusegen %s: %s" % (precision, one_line(e)))
+            log("  fusegen %s: FAIL: %s" % (precision, one_line(e)))
+
+
+def one_line(error):
+    text = str(error).strip() or type(error).__name__
+    lines = text.splitlines()
+    return lines[0] + (" (...)" if len(lines) > 1 else "")
+
+
+def new_row(shapes, chain, km):
+    return {"chain": chain, "name": os.path.splitext(km.SPEC_FILES[chain])[0], "shapes": shapes, "n": None,
+            "eager_ms": None, "compile_ms": None, "compile_warmup_s": None, "fusegen_ms": {}, "runs": {},
+            "cold_ms": {}, "disk_load": {}, "max_error": {}, "passed": {}, "errors": []}
+
+
+def verdict(row):
+    """PASS when fusegen ran and matched PyTorch in both precisions (a torch.compile
+    failure is reported in the row but is not fusegen's failure)."""
+    ours = [e for e in row["errors"] if not e.startswith("torch.compile")]
+    return "PASS" if not ours and all(row["passed"].get(p) for p in TOLERANCE) else "FAIL"
+
+
+# ---------------------------------------------------------------------------
+# Host overhead
+
+
+def measure_overhead(calls, cache_dir):
+    a = torch.rand(1, 16, device="cuda")
+    b = torch.rand(1, 16, device="cuda")
+    y = torch.empty(1, 16, device="cuda")
+    result = {"calls": calls, "shape": [1, 16]}
+    result["torch.add"] = host_overhead(lambda: torch.add(a, b), calls)
+    for label, check_pointers in (("fusegen", True), ("fusegen check_pointers=False", False)):
+        runtime = fusegen.Runtime(cache_dir=cache_dir, check_pointers=check_pointers)
+        f = runtime.load_string(TINY_SPEC, name="tiny.fg").function()
+        result[label] = host_overhead(lambda: f(a=a, b=b), calls)
+        result[label + " out="] = host_overhead(lambda: f(a=a, b=b, out={"y": y}), calls)
+    for label in [k for k in result if k not in ("calls", "shape")]:
+        log("  %-36s median %.2f us, mean %.2f us per call" % (label, result[label][0], result[label][1]))
+    return result
+
+
+# ---------------------------------------------------------------------------
+# Report
+
+
+def environment(args):
+    info = {"gpu": torch.cuda.get_device_name(0), "driver": "unknown", "cuda": torch.version.cuda,
+            "torch": torch.__version__, "triton": "not installed", "python": platform.python_version(),
+            "fusegen": fusegen.library_version(), "library": fusegen.library_path(),
+            "commit": args.commit or git_commit(), "date": datetime.date.today().isoformat(),
+            "command": "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], ROOT)] +
+                                               sys.argv[1:])}
+    major, minor = torch.cuda.get_device_capability(0)
+    info["arch"] = "sm_%d%d" % (major, minor)
+    try:
+        import triton
+        info["triton"] = triton.__version__
+    except ImportError:
+        pass
+    try:
+        out = subprocess.check_output(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
+                                      universal_newlines=True, timeout=30)
+        info["driver"] = out.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
+def git_commit():
+    try:
+        return subprocess.check_output(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], universal_newlines=True,
+                                       stderr=subprocess.DEVNULL).strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (pass --commit)"
+
+
+def ms(value):
+    return "-" if value is None else ("%.4f" % value if value < 10 else "%.2f" % value)
+
+
+def ratio(base, value):
+    return "-" if base is None or not value else "%.2fx" % (base / value)
+
+
+def main_table(rows):
+    lines = ["| chain | shapes | N | eager ms | compile ms | fusegen strict ms | fusegen tf32 ms | strict vs eager | "
+             "strict vs compile | tf32 vs eager | tf32 vs compile | max err strict | max err tf32 | result |",
+             "|" + "---|" * 14]
+    for r in rows:
+        strict, tf32 = r["fusegen_ms"].get("strict"), r["fusegen_ms"].get("tf32")
+        result = verdict(r) + ("".join("; " + e for e in r["errors"]) if r["errors"] else "")
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["name"], r["shapes"], r["n"] or "-", ms(r["eager_ms"]), ms(r["compile_ms"]), ms(strict), ms(tf32),
+            ratio(r["eager_ms"], strict), ratio(r["compile_ms"], strict), ratio(r["eager_ms"], tf32),
+            ratio(r["compile_ms"], tf32), err(r["max_error"].get("strict")), err(r["max_error"].get("tf32")),
+            result.replace("|", "/")))
+    return lines
+
+
+def err(value):
+    return "-" if value is None else "%.2e" % value
+
+
+def jit_table(rows):
+    lines = ["| chain | shapes | cold first call strict ms | cold tf32 ms | fresh process: prepare strict ms | "
+             "prepare tf32 ms | fresh process compiles | open device ms | torch.compile warm-up s |",
+             "|" + "---|" * 9]
+    for r in rows:
+        d = r["disk_load"]
+        compiles = "/".join(str(d[p]["stats"]["compiles"]) for p in TOLERANCE if p in d) or "-"
+        opened = "/".join("%.0f" % d[p]["open_device_ms"] for p in TOLERANCE if p in d) or "-"
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["name"], r["shapes"], ms(r["cold_ms"].get("strict")), ms(r["cold_ms"].get("tf32")),
+            ms(d.get("strict", {}).get("prepare_ms")), ms(d.get("tf32", {}).get("prepare_ms")), compiles, opened,
+            "-" if r["compile_warmup_s"] is None else "%.1f" % r["compile_warmup_s"]))
+    return lines
+
+
+def runs_note(rows, args):
+    short = ["%s %s %s: %d" % (r["name"], r["shapes"], k, v) for r in rows for k, v in r["runs"].items()
+             if v < args.runs]
+    return ("Runs below %d because a variant would have exceeded --max-seconds %g: %s." % (
+        args.runs, args.max_seconds, ", ".join(short))) if short else ""
+
+
+def report(info, rows, overhead, args, seconds):
+    md = ["# fusegen vs PyTorch: KernelBench seed chains on %s" % info["gpu"], "",
+          "fusegen %s (commit %s), %s. Produced by:" % (info["fusegen"], info["commit"], info["date"]), "",
+          "    " + info["command"], "",
+          "- GPU: %s (%s), driver %s" % (info["gpu"], info["arch"], info["driver"]),
+          "- torch %s (CUDA %s), triton %s, Python %s" % (info["torch"], info["cuda"], info["triton"], info["python"]),
+          "- method: one process; PyTorch fp32 with TF32 off; torch.compile default mode; CUDA events on the "
+          "current stream; %d MB written before each timed run (L2 flush); median of %d runs after %d warm-up "
+          "runs; correctness on %d fresh input sets per precision (allclose atol=rtol=1e-4 strict, 1e-2 tf32; "
+          "batch-norm running stats included); speedup = PyTorch ms / fusegen ms." % (
+              L2_FLUSH_BYTES >> 20, args.runs, args.warmup, args.sets),
+          "- total time: %.0f s" % seconds, ""]
+    note = runs_note(rows, args)
+    md += ["## Time per call", ""] + main_table(rows) + ([""] + [note] if note else []) + [""]
+    md += ["## JIT compile and disk cache", "",
+           "Cold: the first call on an empty cache directory (code generation, NVRTC, module load, launch). "
+           "Fresh process: a new Python process with a runtime on the now warm cache directory; `prepare` "
+           "loads the kernels from disk (the device is opened before, and that time is shown apart).", ""]
+    md += jit_table(rows) + [""]
+    if overhead:
+        md += ["## Host overhead per call", "",
+               "Median (and mean) host wall time of %d back-to-back calls on a [1, 16] tensor: the fusion `y = a + b` "
+               "through the Python package, next to one eager `torch.add(a, b)`." % overhead["calls"], "",
+               "| call | median us | mean us |", "|---|---|---|"]
+        md += ["| %s | %.2f | %.2f |" % (k, v[0], v[1]) for k, v in overhead.items() if k not in ("calls", "shape")]
+        md.append("")
+    return "\n".join(md)
+
+
+def slug(name):
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpu"
+
+
+# ---------------------------------------------------------------------------
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog=__doc__[__doc__.index("\n\n") + 2:],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chains", default=",".join(CHAINS), help="comma-separated subset of 62,75,39,85")
+    parser.add_argument("--shapes", choices=["v0.1", "small", "both"], default="both")
+    parser.add_argument("--runs", type=int, default=100, help="timed runs per variant (median; default 100)")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed runs before timing (default 10)")
+    parser.add_argument("--sets", type=int, default=5, help="fresh input sets for the correctness check (default 5)")
+    parser.add_argument("--overhead-calls", type=int, default=10000, help="calls for the host overhead (10000)")
+    parser.add_argument("--max-seconds", type=float, default=20.0,
+                        help="cap on one variant's timed runs; slower variants get fewer runs, shown in the report")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: 20 runs, 2 input sets, 1000 overhead calls; writes <gpu>-quick.*")
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
+    parser.add_argument("--commit", help="fusegen commit to record (default: git rev-parse of this checkout)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    args.chains = [c.strip() for c in args.chains.split(",") if c.strip()]
+    unknown = [c for c in args.chains if c not in CHAINS]
+    if unknown:
+        parser.error("unknown chains %s (expected some of %s)" % (unknown, ", ".join(CHAINS)))
+    if args.quick:
+        args.runs, args.sets, args.overhead_calls = min(args.runs, 20), min(args.sets, 2), min(args.overhead_calls,
+                                                                                                1000)
+    if args.runs < 1 or args.sets < 1 or args.warmup < 0:
+        parser.error("--runs and --sets must be at least 1, --warmup at least 0")
+    return args
+
+
+def main():
+    args = parse_args()
+    why_not = import_everything()
+    if why_not:
+        log("kernelbench: skipped: %s (this harness needs PyTorch with a CUDA GPU)" % why_not)
+        return 0
+    try:
+        fusegen.library_path()
+    except fusegen.Error as e:
+        log("kernelbench: error: %s" % e)
+        return 1
+    import kernelbench_models as km
+
+    torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch in full fp32, as fusegen strict
+    torch.backends.cudnn.allow_tf32 = False
+    begin = time.perf_counter()
+    info = environment(args)
+    log("fusegen %s (%s) on %s, driver %s; torch %s, CUDA %s, triton %s" % (
+        info["fusegen"], info["library"], info["gpu"], info["driver"], info["torch"], info["cuda"], info["triton"]))
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
+    cache_dir = tempfile.mkdtemp(prefix="fusegen-bench-cache-")  # empty: cold compiles are cold
+    overhead = None
+    rows = []
+    with torch.no_grad():
+        log("== host overhead (also loads NVRTC before the cold compile times)")
+        try:
+            overhead = measure_overhead(args.overhead_calls, cache_dir)
+        except Exception as e:  # noqa: BLE001
+            log("  FAIL: %s" % one_line(e))
+        shape_sets = ["v0.1", "small"] if args.shapes == "both" else [args.shapes]
+        for shapes in shape_sets:
+            for chain in args.chains:
+                row = new_row(shapes, chain, km)
+                log("== %s %s (%.0f s so far)" % (shapes, row["name"], time.perf_counter() - begin))
+                try:
+                    run_chain(args, shapes, chain, km, flush, cache_dir, row)
+                except Exception as e:  # noqa: BLE001 - recorded as FAIL, the run goes on
+                    row["errors"].append(one_line(e))
+                    log("  FAIL: %s" % one_line(e))
+                    traceback.print_exc()
+                rows.append(row)
+                torch.cuda.empty_cache()
+    seconds = time.perf_counter() - begin
+    text = report(info, rows, overhead, args, seconds)
+    print("\n" + text)
+    os.makedirs(args.out_dir, exist_ok=True)
+    base = os.path.join(args.out_dir, slug(info["gpu"]) + ("-quick" if args.quick else ""))
+    with open(base + ".md", "w") as f:
+        f.write(text)
+    with open(base + ".json", "w") as f:
+        json.dump({"environment": info, "settings": {k: v for k, v in vars(args).items() if k != "out_dir"},
+                   "seconds": seconds, "chains": rows, "host_overhead": overhead}, f, indent=1)
+    log("wrote %s.md and %s.json" % (base, base))
+    return 0 if all(verdict(r) == "PASS" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
