@@ -1,5 +1,6 @@
 #include "DiskCache.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -119,13 +120,14 @@ DiskCache::Loaded DiskCache::load(const CacheKey& key) const {
 }
 
 Status DiskCache::store(const CacheKey& key, const CacheEntry& entry) const {
+  std::call_once(swept_, [this] { remove_stale_temp_files(); });
   const std::string name = key.file_name();
   std::string temp = path(std::string(kTempPrefix) + name + "-XXXXXX");
   std::vector<char> temp_name(temp.begin(), temp.end());
   temp_name.push_back('\0');
   FileDescriptor fd(::mkostemp(temp_name.data(), O_CLOEXEC)); // mode 0600
   if (fd.get() < 0)
-    return Error{"cannot create a file in " + dir_ + ": " + errno_text()};
+    return Error{"cannot write to the kernel cache directory " + dir_ + ": cannot create a file: " + errno_text()};
   temp.assign(temp_name.data());
   Status written = write_all(fd.get(), encode_entry(entry));
   if (written && ::fsync(fd.get()) != 0)
@@ -136,7 +138,7 @@ Status DiskCache::store(const CacheKey& key, const CacheEntry& entry) const {
     written = Error{"cannot rename into place: " + errno_text()};
   if (!written) {
     ::unlink(temp.c_str());
-    return Error{"cannot write cache entry " + path(name) + ": " + written.error()};
+    return Error{"cannot write to the kernel cache directory " + dir_ + ": " + written.error()};
   }
   // Make the rename itself durable.
   FileDescriptor dir_fd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -148,6 +150,41 @@ Status DiskCache::store(const CacheKey& key, const CacheEntry& entry) const {
 void DiskCache::remove(const std::string& file_name) const {
   std::error_code ec;
   std::filesystem::remove_all(path(file_name), ec);
+}
+
+size_t DiskCache::remove_stale_temp_files(std::chrono::seconds max_age) const {
+  FileDescriptor dir_fd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir_fd.get() < 0)
+    return 0;
+  // fdopendir takes the descriptor over; a duplicate keeps dir_fd valid for
+  // the lstat and unlink calls relative to it.
+  int listing_fd = ::dup(dir_fd.get());
+  DIR* listing = listing_fd >= 0 ? ::fdopendir(listing_fd) : nullptr;
+  if (!listing) {
+    if (listing_fd >= 0)
+      ::close(listing_fd);
+    return 0;
+  }
+  const auto cutoff = std::chrono::system_clock::now() - max_age;
+  const time_t cutoff_seconds = std::chrono::system_clock::to_time_t(cutoff);
+  std::vector<std::string> stale;
+  while (const dirent* item = ::readdir(listing)) {
+    std::string_view name(item->d_name);
+    if (!name.starts_with(kTempPrefix))
+      continue;
+    struct stat info {};
+    if (::fstatat(dir_fd.get(), item->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0)
+      continue;
+    // Only our own plain files: never follow a link or touch a directory.
+    if (S_ISREG(info.st_mode) && info.st_uid == ::geteuid() && info.st_mtime < cutoff_seconds)
+      stale.emplace_back(name);
+  }
+  ::closedir(listing);
+  size_t removed = 0;
+  for (const std::string& name : stale)
+    if (::unlinkat(dir_fd.get(), name.c_str(), 0) == 0)
+      ++removed;
+  return removed;
 }
 
 } // namespace fusegen::runtime

@@ -2,7 +2,10 @@
 // CacheEntry.h), written atomically (temporary file, fsync, rename) so that
 // concurrent processes never see a partial entry. Reading never trusts a
 // file: anything but a valid entry for exactly this key is reported as Bad
-// for the caller to warn about, delete and rebuild.
+// for the caller to warn about, delete and rebuild. A writer killed between
+// creating its temporary file and the rename leaves that file behind; the
+// first store of each DiskCache removes such files once they are old enough
+// that no live writer can still own them.
 #pragma once
 
 #include "CacheEntry.h"
@@ -10,6 +13,8 @@
 
 #include "fusegen/Result.h"
 
+#include <chrono>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,6 +23,9 @@ namespace fusegen::runtime {
 // Temporary files are named ".tmp-<entry name>-XXXXXX" in the cache directory.
 inline constexpr std::string_view kTempPrefix = ".tmp-";
 inline constexpr std::string_view kEntrySuffix = ".fgc";
+// A write takes milliseconds; a temporary file this old belongs to a writer
+// that died. (Should one still be alive, its rename fails and it warns.)
+inline constexpr std::chrono::seconds kStaleTempAge{3600};
 
 class DiskCache {
 public:
@@ -33,15 +41,22 @@ public:
     std::string problem; // for Bad
   };
   Loaded load(const CacheKey& key) const;
+  // Errors name the directory and the reason but not the entry, so that a
+  // full disk or read-only directory is one warning however many kernels
+  // fail to be stored.
   Status store(const CacheKey& key, const CacheEntry& entry) const;
   // Removes an entry (a file, or whatever else sits at its name); best effort.
   void remove(const std::string& file_name) const;
+  // Deletes this user's temporary files (regular files named kTempPrefix...)
+  // last modified more than `max_age` ago; returns how many. Best effort.
+  size_t remove_stale_temp_files(std::chrono::seconds max_age = kStaleTempAge) const;
 
   // Reads a file of the cache directory whole (regular files only).
   static Result<std::string> read_entry_file(const std::string& path);
 
 private:
   std::string dir_;
+  mutable std::once_flag swept_; // stale temporary files, at the first store
 };
 
 } // namespace fusegen::runtime

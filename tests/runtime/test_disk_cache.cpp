@@ -154,6 +154,22 @@ TEST_F(DiskCacheTest, DirectoryInPlaceOfTheEntry) {
       "a directory is in its place");
 }
 
+// A link in the entry's place is not followed (reading or deleting): what
+// it points to is left alone.
+TEST_F(DiskCacheTest, SymlinkInPlaceOfTheEntry) {
+  TempDir elsewhere;
+  const std::string target = elsewhere.file("precious");
+  expect_rebuilt(
+      [&](const std::string& path) {
+        std::filesystem::copy_file(path, target);
+        std::filesystem::remove(path);
+        std::filesystem::create_symlink(target, path);
+      },
+      "not a regular file");
+  EXPECT_TRUE(std::filesystem::is_regular_file(target));
+  EXPECT_TRUE(decode_entry(testing::read_text(target)));
+}
+
 // A valid entry for another key under this key's name (e.g. renamed by
 // hand): the key stored inside is compared, not just the name.
 void put_foreign_entry(const std::string& dir, const KernelRequest& foreign_request, const std::string& target_path) {
