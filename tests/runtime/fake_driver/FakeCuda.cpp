@@ -2,6 +2,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -61,6 +62,7 @@ extern "C" void fakecuda_reset() {
   g_state.launches.clear();
   g_state.calls.clear();
   g_state.fail_function.clear();
+  g_state.allocation_device.clear();
 }
 
 extern "C" {
@@ -223,11 +225,18 @@ CUresult CUDAAPI cuPointerGetAttributes(unsigned int count, CUpointer_attribute*
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = find_allocation(pointer, 1);
   bool known = it != g_allocations.end();
+  int device = 0;
+  if (auto where = known ? g_state.allocation_device.find(it->first) : g_state.allocation_device.end();
+      where != g_state.allocation_device.end())
+    device = where->second;
+  unsigned memory_type = !known                            ? 0u
+                         : device == fakecuda::kHostMemory ? unsigned{CU_MEMORYTYPE_HOST}
+                                                           : unsigned{CU_MEMORYTYPE_DEVICE};
   for (unsigned i = 0; i < count; ++i) {
     switch (attributes[i]) {
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *static_cast<unsigned*>(data[i]) = known ? CU_MEMORYTYPE_DEVICE : 0; break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *static_cast<unsigned*>(data[i]) = memory_type; break;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<bool*>(data[i]) = false; break;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(data[i]) = known ? 0 : -2; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(data[i]) = known ? std::max(device, 0) : -2; break;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *static_cast<CUdeviceptr*>(data[i]) = known ? it->first : 0; break;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<size_t*>(data[i]) = known ? it->second : 0; break;
     default: return CUDA_ERROR_INVALID_VALUE;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,11 @@ struct State {
   int module_loads = 0;
   std::string fail_function; // the next call of this entry point fails...
   int fail_result = 0;       // ...with this CUresult
+  // Where cuPointerGetAttributes says an allocation (by its start) lives:
+  // a device ordinal, or kHostMemory. Allocations not listed are on device 0.
+  std::map<unsigned long long, int> allocation_device;
 };
+inline constexpr int kHostMemory = -1;
 
 } // namespace fakecuda
 

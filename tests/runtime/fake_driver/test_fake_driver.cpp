@@ -18,8 +18,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 namespace fusegen {
@@ -264,6 +266,165 @@ TEST_F(FakeDriver, PointerChecks) {
   args = t.args;
   args[0].data = host;
   EXPECT_NO_THROW(trusting.load_string(testing::kElementwiseSpec).function("scale_relu").call(args, t.outs));
+}
+
+// Every bad call is refused with an Argument error naming the tensor before
+// anything reaches the GPU: nothing is compiled, loaded, allocated or
+// launched. Then the good call works.
+TEST_F(FakeDriver, BadCallsLaunchNothing) {
+  auto loaded = testing::load_module(testing::kElementwiseSpec);
+  Runtime rt(0, options());
+  Function f = rt.load_string(testing::kElementwiseSpec).function("scale_relu");
+  Function two = rt.load_string("fusion two {\n  input a : f32[N, 4]\n  input b : f32[N, 4]\n  output c = a + b\n}\n")
+                     .function("two");
+  Tensors t(rt, specialized(*loaded, 64)); // x: [64, 64], s: [64], y: [64, 64]
+  DeviceBuffer elsewhere = rt.allocate(64 * 64 * 4);
+  DeviceBuffer pinned = rt.allocate(64 * 64 * 4);
+  DeviceBuffer small = rt.allocate(64 * 4);
+  alignas(16) static float host[64 * 64];
+  auto bytes_at = [](const void* p, uintptr_t offset) {
+    return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) + offset);
+  };
+
+  struct Case {
+    std::string what;
+    std::function<void()> call;
+    std::string error;
+  };
+  std::vector<Case> cases;
+  auto with_args = [&](std::string what, std::function<void(std::vector<TensorArg>&)> change, std::string error) {
+    std::vector<TensorArg> args = t.args;
+    change(args);
+    cases.push_back({std::move(what), [&f, &t, args] { f.call(args, t.outs); }, std::move(error)});
+  };
+  auto with_outs = [&](std::string what, std::function<void(std::vector<TensorOut>&)> change, std::string error) {
+    std::vector<TensorOut> outs = t.outs;
+    change(outs);
+    cases.push_back({std::move(what), [&f, &t, outs] { f.call(t.args, outs); }, std::move(error)});
+  };
+  with_args(
+      "missing tensor", [](auto& a) { a.pop_back(); }, "missing tensor 's'");
+  with_args(
+      "extra tensor",
+      [&](auto& a) {
+        a.push_back({"extra", small.data(), {64}});
+      },
+      "unknown tensor 'extra'");
+  with_args(
+      "wrong rank",
+      [](auto& a) {
+        a[0].shape = {64, 64, 1};
+      },
+      "tensor 'x' has rank 3");
+  with_args(
+      "wrong size", [](auto& a) { a[1].shape = {65}; }, "tensor 's' has shape [65] but the spec declares [64]");
+  with_args(
+      "null pointer", [](auto& a) { a[0].data = nullptr; }, "tensor 'x' is a null pointer");
+  with_args(
+      "misaligned", [&](auto& a) { a[0].data = bytes_at(a[0].data, 4); }, "is not 16-byte aligned");
+  with_args(
+      "host memory", [&](auto& a) { a[0].data = host; }, "is not CUDA memory");
+  with_args(
+      "pinned host memory", [&](auto& a) { a[0].data = pinned.data(); }, "is host memory, not device memory");
+  with_args(
+      "another device", [&](auto& a) { a[0].data = elsewhere.data(); },
+      "is on device 1, but this runtime runs on device 0");
+  with_args(
+      "past its allocation", [&](auto& a) { a[0].data = small.data(); }, "extends past the end of its allocation");
+  with_outs(
+      "output of the wrong size",
+      [](auto& o) {
+        o[0].shape = {32, 64};
+      },
+      "output 'y' has shape [32, 64] but must be [64, 64]");
+  with_outs(
+      "output aliasing an input", [&](auto& o) { o[0].data = const_cast<void*>(t.args[0].data); },
+      "output 'y' overlaps input 'x' in memory");
+  with_outs(
+      "output overlapping an input", [&](auto& o) { o[0].data = bytes_at(t.args[0].data, 256); },
+      "output 'y' overlaps input 'x' in memory");
+  with_outs(
+      "output on another device", [&](auto& o) { o[0].data = elsewhere.data(); }, "is on device 1");
+  cases.push_back({"dim bound two ways",
+                   [&] {
+                     two.call({{"a", t.memory[0].data(), {8, 4}}, {"b", t.memory[1].data(), {9, 4}}},
+                              {{"c", t.memory[2].data(), {8, 4}}});
+                   },
+                   "dim N is bound two ways: 'a' gives 8 but 'b' gives 9"});
+
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    reset_fake();
+    g_fake->allocation_device[reinterpret_cast<uintptr_t>(elsewhere.data())] = 1;
+    g_fake->allocation_device[reinterpret_cast<uintptr_t>(pinned.data())] = fakecuda::kHostMemory;
+    std::string message = "(no error)";
+    try {
+      c.call();
+    } catch (const RuntimeError& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Argument) << e.what();
+      message = e.what();
+    }
+    EXPECT_NE(message.find(c.error), std::string::npos) << message;
+    EXPECT_EQ(count_calls("cuModuleLoadData"), 0u);
+    EXPECT_EQ(count_calls("cuMemAlloc_v2"), 0u);
+    EXPECT_EQ(count_calls("cuLaunchKernel"), 0u);
+    EXPECT_EQ(count_calls("cuMemcpyDtoDAsync_v2"), 0u);
+  }
+  EXPECT_EQ(rt.stats().compiles, 0u);
+  EXPECT_EQ(rt.stats().calls, 0u);
+  reset_fake();
+  f.call(t.args, t.outs);
+  EXPECT_EQ(count_calls("cuLaunchKernel"), 1u);
+}
+
+// Past 2^31 elements. The generated code bakes sizes in as 64-bit constants
+// and indexes with long long (templates/*.cu, codegen's EmitContext), and
+// grids are grid-stride loops with capped block counts, so such calls are
+// launched, not refused. (Whether the results are right at that size is for
+// a GPU to check; here the launch is.) (Pointer checks are off: the fake cannot allocate
+// 8 GiB; the addresses are never dereferenced.)
+TEST_F(FakeDriver, PastTwoToThe31ElementsIsLaunched) {
+  RuntimeOptions o = options();
+  o.check_pointers = false;
+  Runtime rt(0, o);
+  auto* x = reinterpret_cast<void*>(uintptr_t{1} << 40);
+  auto* s = reinterpret_cast<void*>(uintptr_t{2} << 40);
+  auto* y = reinterpret_cast<void*>(uintptr_t{3} << 40);
+  const int64_t n = (int64_t{1} << 25) + 1; // x and y: 2^31 + 64 elements
+  auto loaded = testing::load_module(testing::kElementwiseSpec);
+  runtime::GeneratedUnit unit =
+      runtime::generate_unit(loaded->fusion(), {{"N", n}}, Precision::Strict, 90, &loaded->sources);
+  EXPECT_NE(unit.source.find("2147483712LL"), std::string::npos); // numel, as a 64-bit constant
+  reset_fake();
+  rt.load_string(testing::kElementwiseSpec)
+      .function("scale_relu")
+      .call({{"x", x, {n, 64}}, {"s", s, {64}}}, {{"y", y, {n, 64}}});
+  std::vector<fakecuda::Launch> kernels = kernel_launches();
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_LE(kernels[0].grid[0], 65536u);
+  FusegenArgsHost args = args_of(kernels[0]);
+  EXPECT_NE(std::find(std::begin(args.buf), std::end(args.buf), reinterpret_cast<uintptr_t>(x)), std::end(args.buf));
+
+  // A GEMM chain: x is [N, 512], so 2^31 + 512 elements; its row tiles need
+  // more than 65535 blocks along y, which the plan caps (the kernel loops).
+  const std::string spec = "specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg";
+  auto gemm = testing::load_module(testing::read_text(testing::source_path(spec)), spec);
+  const int64_t rows = (int64_t{1} << 22) + 1;
+  std::vector<TensorArg> gemm_args;
+  uintptr_t next = uintptr_t{8} << 40;
+  for (ValueId id : gemm->fusion().arguments) {
+    std::vector<int64_t> shape;
+    for (const Dim& d : gemm->fusion().value(id).type.shape)
+      shape.push_back(d.is_constant() ? d.value() : rows);
+    gemm_args.push_back({gemm->fusion().value(id).name, reinterpret_cast<void*>(next += uintptr_t{1} << 40), shape});
+  }
+  reset_fake();
+  rt.load_file(testing::source_path(spec))
+      .function(gemm->fusion().name)
+      .call(gemm_args, {{"y", reinterpret_cast<void*>(uintptr_t{1} << 46), {rows, 256}}});
+  kernels = kernel_launches();
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_LE(kernels[0].grid[1], 65535u);
 }
 
 TEST_F(FakeDriver, DriverErrorsNameTheCall) {
