@@ -31,6 +31,7 @@ with FUSEGEN_LIBRARY=<build>/runtime/libfusegen.so.
 
 import argparse
 import datetime
+import importlib
 import json
 import os
 import platform
@@ -231,7 +232,8 @@ def run_chain(args, shapes, chain, km, flush, cache_dir, row):
 
     if not args.no_compile:
         try:
-            torch._dynamo.reset()  # each chain compiles as in a fresh process (no shared dynamic shapes)
+            # Each chain compiles as in a fresh process (no dynamic shapes learnt from another chain).
+            importlib.import_module("torch._dynamo").reset()
             compiled = torch.compile(model)
             start = time.perf_counter()
             compiled(x)

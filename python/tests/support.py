@@ -5,7 +5,9 @@ checks the source next to the library it built; set FUSEGEN_TEST_INSTALLED=1
 to test an installed package instead.
 """
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import unittest
@@ -21,8 +23,12 @@ if not os.environ.get("FUSEGEN_TEST_INSTALLED") and sys.path[:1] != [PYTHON]:
 
 import fusegen  # noqa: E402
 
-# A cache of its own, so that tests never touch the user's cache.
-CACHE_DIR = os.environ.get("FUSEGEN_CACHE_DIR") or tempfile.mkdtemp(prefix="fusegen-py-tests-")
+# A cache of its own (also for the default runtimes of fusegen.load), so that the
+# tests never touch the user's cache; removed at exit unless it was given.
+CACHE_DIR = os.environ.get("FUSEGEN_CACHE_DIR")
+if not CACHE_DIR:
+    CACHE_DIR = os.environ["FUSEGEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="fusegen-py-tests-")
+    atexit.register(shutil.rmtree, CACHE_DIR, True)
 
 
 class FakeArray:

@@ -1,7 +1,6 @@
 """Loading specs, signatures, output shapes and load errors (no GPU needed)."""
 
 import os
-import re
 import unittest
 
 import support
