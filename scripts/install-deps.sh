@@ -8,6 +8,10 @@ packages=(
   libgtest-dev googletest
   # Build-time only: the Clang LibTooling template tool.
   clang-14 libclang-14-dev libclang-cpp14-dev llvm-14-dev
+  # scripts/test-sanitizers.sh: clang's ASan/UBSan/libFuzzer runtimes. Debian
+  # 12 ships them apart from clang-14, which only recommends them (and
+  # recommendations are not installed below).
+  libclang-rt-14-dev
 )
 
 missing=()
