@@ -4,11 +4,13 @@
 
 #include "fusegen/Runtime.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
-#include <fstream>
+#include <vector>
 
 namespace fusegen::runtime {
 namespace {
@@ -23,18 +25,29 @@ std::string failed_source_path(const GeneratedUnit& unit) {
   return (dir / ("fusegen-" + unit.launch.fusion + "-" + unit.source_sha256.substr(0, 12) + ".cu")).string();
 }
 
+// The temporary file is made with mkostemp (O_EXCL, mode 0600): in a shared
+// temporary directory a predictable name could be a link planted by another
+// user, through which a plain open would overwrite a file of ours.
 bool write_text(const std::string& path, const std::string& text) {
-  static std::atomic<unsigned> counter{0};
-  std::string temp = path + ".part" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out)
-      return false;
+  std::string pattern = path + ".part-XXXXXX";
+  std::vector<char> temp(pattern.begin(), pattern.end());
+  temp.push_back('\0');
+  int fd = ::mkostemp(temp.data(), O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += static_cast<size_t>(n);
   }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  return !ec;
+  bool ok = ::close(fd) == 0 && done == text.size() && ::rename(temp.data(), path.c_str()) == 0;
+  if (!ok)
+    ::unlink(temp.data());
+  return ok;
 }
 
 [[noreturn]] void throw_nvrtc_failure(const GeneratedUnit& unit, const CacheKey& key, const std::string& program,
