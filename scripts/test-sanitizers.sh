@@ -71,7 +71,7 @@ fuzz() {
   "$build/tests/fuzz/$target" -max_total_time="$time" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
     -print_final_stats=1 -error_exitcode=77 -timeout_exitcode=78 -artifact_prefix="$build/$target-" "$corpus" \
     >"$build/$target.log" 2>&1 || status=$?
-  grep -E '^(#[0-9]+ +(INITED|DONE)|stat::)' "$build/$target.log" || tail -5 "$build/$target.log"
+  grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::)' "$build/$target.log" || tail -5 "$build/$target.log"
   if [[ $status -ne 0 ]]; then
     tail -60 "$build/$target.log" >&2
     echo "$target found a failure (exit $status); the input is saved as $build/$target-*" >&2
