@@ -7,18 +7,30 @@
 // folded into b; conv2d: b = (sample, conv group), m = output position,
 // n = output channel of the group, k = (input channel, kh, kw)).
 //
-// Each block computes a kTileM x kTileN output tile with kThreads threads, each
-// thread a 4x4 micro-tile of fp32 FMA accumulators (SIMT, no tensor cores).
+// Each block computes a kBlockM x kBlockN output block with kThreads threads.
+// The inner product is one of:
+//   0  SIMT: a 64x64 block, each thread a 4x4 micro-tile of fp32 FMAs.
+//   1  3xTF32 on tensor cores (strict precision): every fp32 operand x is split
+//      into big = tf32(x) (rounded to nearest) and small = tf32(x - big); per
+//      k step acc += small_a*big_b + big_a*small_b + big_a*big_b with
+//      mma.sync m16n8k8, accumulated in fp32 registers. The dropped
+//      small*small term is below 2^-22 relative, so products and sums keep
+//      fp32 accuracy.
+//   2  TF32 on tensor cores (tf32 precision): acc += big_a*big_b only.
+// Tensor-core blocks are 64x64, 128x64 or 128x128; eight warps each own a
+// warp tile of m16n8 fragments.
 // The k loop stages kTileK-deep slices of A and B in shared memory, double
 // buffered: the next slice is loaded from global memory into registers while
-// the current one is multiplied. Grid: x over column tiles (exactly), y over
-// row tiles, z over batches; y and z loop with the grid's stride, so any
+// the current one is multiplied. Grid: x over column blocks (exactly), y over
+// row blocks, z over batches; y and z loop with the grid's stride, so any
 // extent fits.
 //
-// After the k loop the accumulators go through shared memory, so that every
-// epilogue pass walks the tile row by row with consecutive threads on
-// consecutive columns (coalesced stores, one copy of the epilogue code). The
-// tile then runs the stages it was planned with (statistics or a row norm):
+// The epilogue works on kTileM x kTileN (64x64) tiles: a block is 1, 2 or 4 of
+// them, finished one after another. Each tile's accumulators go through shared
+// memory, so that every epilogue pass walks the tile row by row with
+// consecutive threads on consecutive columns (coalesced stores, one copy of
+// the epilogue code). The tile then runs the stages it was planned with
+// (statistics or a row norm):
 //   plain      epilogue() per valid element: stage-0 pointwise ops and stores.
 //   statistics (kStatsGroup = S > 0) epilogue() values kept in shared memory;
 //              per (row tile, group of S adjacent columns) the tile's count,
@@ -38,12 +50,13 @@
 //              result is NaN, as in torch.
 //
 // Hook contract (checked by fusegen-template-tool against hooks/GemmHooks.h):
-//   "tile_m"        constexpr int kTileM       rows of the output tile (64)
-//   "tile_n"        constexpr int kTileN       columns of the output tile (64)
-//   "tile_k"        constexpr int kTileK       depth of a shared-memory slice (8 or 16)
+//   "tile_m"        constexpr int kTileM       rows of an epilogue tile (64)
+//   "tile_n"        constexpr int kTileN       columns of an epilogue tile (64)
+//   "block_m"       constexpr int kBlockM      rows of a block (64, or 128 with tensor cores)
+//   "block_n"       constexpr int kBlockN      columns of a block (64, or 128 with tensor cores)
+//   "tile_k"        constexpr int kTileK       depth of a shared-memory slice (8, 16 or 32)
 //   "threads"       constexpr int kThreads     threads per block (256)
-//   "inner_product" constexpr int kInnerProduct  0: SIMT fp32 FMA (the only one
-//                                              now; the seam for tensor cores)
+//   "inner_product" constexpr int kInnerProduct  0 SIMT fp32, 1 3xTF32, 2 TF32
 //   "a_along_k"     constexpr bool kLoadAAlongK   consecutive threads load A along
 //                                              k (true) or along m (false)
 //   "b_along_k"     constexpr bool kLoadBAlongK   consecutive threads load B along
@@ -56,10 +69,21 @@
 //                   long long gemm_rows(args) ...   extents M, N, K and batch count
 //   "a_offset"      long long a_offset(args, batch)   base offset of A for a batch
 //   "b_offset"      long long b_offset(args, batch)   base offset of B for a batch
-//   "load_a"        float load_a(args, a_base, m, k)  A element; called only for
-//                                                     m < M, k < K (conv padding
-//                                                     is the hook's own check)
-//   "load_b"        float load_b(args, b_base, k, n)  B element; k < K, n < N
+//   "a_address"     const float* a_address(args, a_base, m, k)  where A element
+//                                  (m, k) is, or nullptr for a zero (conv
+//                                  padding, the hook's own check); called only
+//                                  for m < M, k < K
+//   "b_address"     const float* b_address(args, b_base, k, n)  B element; k < K, n < N
+//   "a_vector"      constexpr bool kAVector  a_address() at an index divisible
+//                                  by 4 along A's contiguous direction points
+//                                  at 4 contiguous, 16-byte aligned elements
+//                                  (and that extent is a multiple of 4)
+//   "b_vector"      constexpr bool kBVector  the same for B
+//   "stages"        constexpr int kStages   slices in flight on the cp.async
+//                                  path (tensor cores, vector operands along k)
+//   "shared_floats" constexpr int kDynamicSharedFloats  the launch's dynamic
+//                                  shared memory in floats (tensor cores; SIMT
+//                                  uses static shared memory and 0 here)
 //   "epilogue"      float epilogue(args, batch, m, n, acc)  stage 0 for a valid
 //                                  element: stores its values, returns the value
 //                                  the next stage (norm or statistics) reads
@@ -69,7 +93,8 @@
 //                                  the value the row reduction reads
 //   "stats_slot"    float* stats_slot(args, batch, row_tile, n)  the (count, mean,
 //                                  M2) triple of the statistics group whose
-//                                  first column is n
+//                                  first column is n, for the epilogue tile
+//                                  (64 rows) row_tile
 //   "reduce_slot"   float* reduce_slot(args, batch, m)  the row reduction's
 //                                  output element of row m
 //   "entry"         the __global__ kernel; the generator renames it
@@ -85,6 +110,10 @@
 FUSEGEN_HOOK("tile_m") constexpr int kTileM = 64;
 
 FUSEGEN_HOOK("tile_n") constexpr int kTileN = 64;
+
+FUSEGEN_HOOK("block_m") constexpr int kBlockM = 64;
+
+FUSEGEN_HOOK("block_n") constexpr int kBlockN = 64;
 
 FUSEGEN_HOOK("tile_k") constexpr int kTileK = 16;
 
@@ -129,15 +158,25 @@ __device__ __forceinline__ long long b_offset(const FusegenArgs& args, long long
   return batch * args.dim[2] * args.dim[1];
 }
 
-FUSEGEN_HOOK("load_a")
-__device__ __forceinline__ float load_a(const FusegenArgs& args, long long a_base, long long m, long long k) {
-  return __ldg(args.buf[0] + a_base + m * args.dim[2] + k);
+FUSEGEN_HOOK("a_address")
+__device__ __forceinline__ const float* a_address(const FusegenArgs& args, long long a_base, long long m,
+                                                  long long k) {
+  return args.buf[0] + a_base + m * args.dim[2] + k;
 }
 
-FUSEGEN_HOOK("load_b")
-__device__ __forceinline__ float load_b(const FusegenArgs& args, long long b_base, long long k, long long n) {
-  return __ldg(args.buf[1] + b_base + k * args.dim[1] + n);
+FUSEGEN_HOOK("b_address")
+__device__ __forceinline__ const float* b_address(const FusegenArgs& args, long long b_base, long long k,
+                                                  long long n) {
+  return args.buf[1] + b_base + k * args.dim[1] + n;
 }
+
+FUSEGEN_HOOK("a_vector") constexpr bool kAVector = false;
+
+FUSEGEN_HOOK("b_vector") constexpr bool kBVector = false;
+
+FUSEGEN_HOOK("shared_floats") constexpr int kDynamicSharedFloats = 0;
+
+FUSEGEN_HOOK("stages") constexpr int kStages = 2;
 
 FUSEGEN_HOOK("epilogue")
 __device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n,
@@ -173,8 +212,11 @@ __device__ __forceinline__ float* reduce_slot(const FusegenArgs& args, long long
 
 static_assert(kTileM == 64 && kTileN == 64 && kThreads == 256,
               "the GEMM template is written for 64x64 tiles and 256 threads (16x16 threads of 4x4)");
-static_assert(kTileK == 8 || kTileK == 16, "kTileK must be 8 or 16");
-static_assert(kInnerProduct == 0, "only the SIMT fp32 inner product (0) exists so far");
+static_assert(kTileK == 8 || kTileK == 16 || kTileK == 32, "kTileK must be 8, 16 or 32");
+static_assert(kInnerProduct >= 0 && kInnerProduct <= 2, "kInnerProduct is 0 (SIMT), 1 (3xTF32) or 2 (TF32)");
+static_assert(kInnerProduct != 0 || (kBlockM == kTileM && kBlockN == kTileN), "SIMT blocks are one 64x64 tile");
+static_assert((kBlockM == 64 || kBlockM == 128) && (kBlockN == 64 || kBlockN == 128),
+              "blocks are 64 or 128 rows and columns");
 static_assert(kNormGroup >= 0 && kNormGroup <= kTileN && (kNormGroup == 0 || kTileN % kNormGroup == 0),
               "a norm group must divide the tile width");
 static_assert(kStatsGroup >= 0 && kStatsGroup <= kTileN && (kStatsGroup == 0 || kTileN % kStatsGroup == 0),
@@ -183,20 +225,23 @@ static_assert(kRowReduce >= 0 && kRowReduce <= 2, "kRowReduce is 0 (none), 1 (mi
 static_assert(kRowReduce == 0 || kNormGroup > 0, "the row reduction runs after a fused row norm");
 static_assert(kNormGroup == 0 || kStatsGroup == 0, "a tile computes statistics or a row norm, not both");
 
-// Two blocks per SM: caps registers at 128. Without it ptxas sometimes trades
-// a few spilled bytes for a third block.
-constexpr int kMinBlocksPerSM = 2;
+// SIMT: two blocks per SM caps registers at 128 (without it ptxas sometimes
+// trades a few spilled bytes for a third block). Tensor cores: one block per
+// SM leaves room for 64 accumulators and the split fragments.
+constexpr int kMinBlocksPerSM = kInnerProduct == 0 ? 2 : 1;
 constexpr int kMicro = 4;                           // micro-tile: 4 rows x 4 columns per thread
 constexpr int kThreadCols = kTileN / kMicro;        // 16 threads across the tile
 constexpr int kThreadRows = kThreads / kThreadCols; // 16 threads down the tile
 static_assert(kThreadRows * kMicro == kTileM, "threads must cover the tile exactly");
 
-// Shared memory: two k slices of A ([kTileK][kTileM]) and B ([kTileK][kTileN]),
-// rows padded by 4 floats (keeps float4 alignment, spreads the stores' banks).
-// The epilogue reuses it for the tile ([kTileM][kTileN + 1]) and scratch.
-constexpr int kSlicePad = 4;
-constexpr int kAStride = kTileM + kSlicePad;
-constexpr int kBStride = kTileN + kSlicePad;
+// Shared memory: two k slices of A ([kTileK][kBlockM]) and B ([kTileK][kBlockN]).
+// SIMT pads rows by 4 floats (keeps float4 alignment, spreads the stores'
+// banks); tensor cores by 8, so that a fragment load (lanes 4 rows k x 8
+// columns) hits 32 different banks. The epilogue reuses it for the tile
+// ([kTileM][kTileN + 1]) and scratch.
+constexpr int kSlicePad = kInnerProduct == 0 ? 4 : 8;
+constexpr int kAStride = kBlockM + kSlicePad;
+constexpr int kBStride = kBlockN + kSlicePad;
 constexpr int kSliceFloats = kTileK * (kAStride + kBStride);
 constexpr int kTileStride = kTileN + 1;
 constexpr int kParts = kThreads / kTileN;        // 4 row parts (statistics) / column parts (norm)
@@ -205,13 +250,67 @@ constexpr int kPartCols = kTileN / kParts;       // 16 columns per norm part
 constexpr int kScratchOffset = kTileM * kTileStride;
 constexpr int kEpilogueFloats = kScratchOffset + kParts * kTileN + kTileN;
 constexpr int kSharedFloats = 2 * kSliceFloats > kEpilogueFloats ? 2 * kSliceFloats : kEpilogueFloats;
+// Tensor cores: the same in dynamic shared memory (the launch gives
+// kDynamicSharedFloats).
+static_assert(kInnerProduct == 0 || kDynamicSharedFloats >= kSharedFloats,
+              "the launch must give the tensor-core block its shared memory");
 static_assert(kThreads == kParts * kTileN && kThreads == kParts * kTileM, "epilogue thread mapping");
 
-// Global loads of one k slice: kALoads / kBLoads elements per thread.
-constexpr int kALoads = kTileM * kTileK / kThreads;
-constexpr int kBLoads = kTileN * kTileK / kThreads;
-static_assert(kALoads * kThreads == kTileM * kTileK && kBLoads * kThreads == kTileN * kTileK,
+// Global loads of one k slice: kALoads / kBLoads vectors of kAWidth /
+// kBWidth elements per thread (16-byte loads where the operand allows).
+constexpr int kAWidth = kAVector ? 4 : 1;
+constexpr int kBWidth = kBVector ? 4 : 1;
+constexpr int kALoads = kBlockM * kTileK / (kThreads * kAWidth);
+constexpr int kBLoads = kBlockN * kTileK / (kThreads * kBWidth);
+static_assert(kALoads * kThreads * kAWidth == kBlockM * kTileK && kBLoads * kThreads * kBWidth == kBlockN * kTileK,
               "slice loads must divide evenly among the threads");
+
+// Tensor-core warp layout: kWarpsM x kWarpsN warps, each a kWarpM x kWarpN
+// warp tile of kFragsM x kFragsN m16n8 accumulator fragments. A warp tile
+// lies inside one epilogue tile.
+// The cp.async path (tensor cores, both operands 16-byte vectors along k, as
+// in linear): kStages slices in flight, copied without passing through
+// registers, stored row-major (As[m][k], Bs[n][k]).
+constexpr bool kAsync = kInnerProduct != 0 && kAVector && kBVector && kLoadAAlongK && kLoadBAlongK;
+// On sm_90a the cp.async path multiplies with warpgroup MMA (wgmma), both
+// operands read from shared memory by the tensor cores: no fragment loads or
+// per-warp operand splits. Elsewhere (sm_80, sm_90 without the a-features)
+// it uses mma.sync.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+constexpr bool kHaveWgmma = true;
+#else
+constexpr bool kHaveWgmma = false;
+#endif
+constexpr bool kWgmma = kAsync && kHaveWgmma && kBlockM == 128 && kTileK == 32;
+
+constexpr int kWarps = kThreads / 32;
+// wgmma: warpgroup w / 4 owns rows 64 * (w / 4) and up; warp w owns 16 of
+// them across the whole block width (the m64nN accumulator layout).
+constexpr int kWarpsN = kWgmma ? 1 : kBlockN == 128 ? 4 : 2;
+constexpr int kWarpsM = kWarps / kWarpsN;
+constexpr int kWarpM = kBlockM / kWarpsM;
+constexpr int kWarpN = kBlockN / kWarpsN;
+constexpr int kFragsM = kWarpM / 16;
+constexpr int kFragsN = kWarpN / 8;
+static_assert(kWarpsM * kWarpM == kBlockM && kWarpsN * kWarpN == kBlockN && kFragsM >= 1 && kFragsN >= 1 &&
+                  kTileM % kWarpM == 0 && kTileN % 8 == 0,
+              "tensor-core warp tiles must cover the block");
+
+// Slice rows on the cp.async path: mma.sync pads them to kTileK + 4 floats
+// (16-byte aligned, and a fragment load's lanes, 8 rows x 4 columns, hit 32
+// banks); wgmma takes 32-float (128-byte) rows in the 128-byte swizzle, whose
+// 16-byte chunk c of row r sits at chunk c ^ (r % 8) of that row.
+constexpr int kRowStride = kWgmma ? kTileK : kTileK + 4;
+constexpr int kAsyncSliceFloats = (kBlockM + kBlockN) * kRowStride;
+// wgmma with 3xTF32: the current slice's small parts (same layout), and 1 KB
+// of slack to align the slices to the swizzle's 1024 bytes.
+constexpr int kSmallFloats = kWgmma && kInnerProduct == 1 ? kAsyncSliceFloats : 0;
+constexpr int kAlignFloats = kWgmma ? 256 : 0;
+constexpr int kAsyncFloats = kStages * kAsyncSliceFloats + kSmallFloats + kAlignFloats > kEpilogueFloats
+                                 ? kStages * kAsyncSliceFloats + kSmallFloats + kAlignFloats
+                                 : kEpilogueFloats;
+static_assert(!kAsync || (kStages >= 2 && kDynamicSharedFloats >= kAsyncFloats),
+              "the launch must give the cp.async pipeline its shared memory");
 
 // Sum over a team of kLanes adjacent lanes (a power of two <= 32). The xor
 // butterfly leaves the same, order-fixed sum in every lane of the team.
@@ -254,48 +353,71 @@ struct GemmExtents {
   long long rows, cols, depth;
 };
 
-// Loads this thread's elements of the k slice starting at k0 into registers
+// Where load slot `slot` of an operand slice goes: the vector of kWidth
+// elements starting at (k, x) (x is m for A, n for B), laid out along k or x.
+template <bool kAlongK, int kExtent, int kWidth>
+__device__ __forceinline__ void slice_position(int slot, int& kk, int& xx) {
+  kk = kAlongK ? (slot % (kTileK / kWidth)) * kWidth : slot / (kExtent / kWidth);
+  xx = kAlongK ? slot / (kTileK / kWidth) : (slot % (kExtent / kWidth)) * kWidth;
+}
+
+// One operand element or 16-byte vector (zeros for a null address).
+template <int kWidth>
+__device__ __forceinline__ void load_vector(const float* at, float (&v)[kWidth]) {
+  if constexpr (kWidth == 4) {
+    const float4 q = at ? __ldg(reinterpret_cast<const float4*>(at)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    v[0] = q.x;
+    v[1] = q.y;
+    v[2] = q.z;
+    v[3] = q.w;
+  } else {
+    v[0] = at ? __ldg(at) : 0.0f;
+  }
+}
+
+// Loads this thread's part of the k slice starting at k0 into registers
 // (zero outside the problem), in the order store_slice() expects.
 __device__ __forceinline__ void load_slice(const FusegenArgs& args, const GemmExtents& e, long long a_base,
                                            long long b_base, long long m0, long long n0, long long k0,
-                                           float (&a)[kALoads], float (&b)[kBLoads]) {
+                                           float (&a)[kALoads][kAWidth], float (&b)[kBLoads][kBWidth]) {
   const int tid = threadIdx.x;
 #pragma unroll
   for (int i = 0; i < kALoads; ++i) {
-    const int slot = tid + i * kThreads;
-    const int kk = kLoadAAlongK ? slot % kTileK : slot / kTileM;
-    const int mm = kLoadAAlongK ? slot / kTileK : slot % kTileM;
+    int kk, mm;
+    slice_position<kLoadAAlongK, kBlockM, kAWidth>(tid + i * kThreads, kk, mm);
     const long long m = m0 + mm, k = k0 + kk;
-    a[i] = m < e.rows && k < e.depth ? load_a(args, a_base, m, k) : 0.0f;
+    load_vector<kAWidth>(m < e.rows && k < e.depth ? a_address(args, a_base, m, k) : nullptr, a[i]);
   }
 #pragma unroll
   for (int i = 0; i < kBLoads; ++i) {
-    const int slot = tid + i * kThreads;
-    const int kk = kLoadBAlongK ? slot % kTileK : slot / kTileN;
-    const int nn = kLoadBAlongK ? slot / kTileK : slot % kTileN;
+    int kk, nn;
+    slice_position<kLoadBAlongK, kBlockN, kBWidth>(tid + i * kThreads, kk, nn);
     const long long n = n0 + nn, k = k0 + kk;
-    b[i] = n < e.cols && k < e.depth ? load_b(args, b_base, k, n) : 0.0f;
+    load_vector<kBWidth>(n < e.cols && k < e.depth ? b_address(args, b_base, k, n) : nullptr, b[i]);
   }
 }
 
 // Stores the registers of load_slice() as As[k][m] and Bs[k][n].
-__device__ __forceinline__ void store_slice(float* slice, const float (&a)[kALoads], const float (&b)[kBLoads]) {
+__device__ __forceinline__ void store_slice(float* slice, const float (&a)[kALoads][kAWidth],
+                                            const float (&b)[kBLoads][kBWidth]) {
   const int tid = threadIdx.x;
   float* as = slice;
   float* bs = slice + kTileK * kAStride;
 #pragma unroll
   for (int i = 0; i < kALoads; ++i) {
-    const int slot = tid + i * kThreads;
-    const int kk = kLoadAAlongK ? slot % kTileK : slot / kTileM;
-    const int mm = kLoadAAlongK ? slot / kTileK : slot % kTileM;
-    as[kk * kAStride + mm] = a[i];
+    int kk, mm;
+    slice_position<kLoadAAlongK, kBlockM, kAWidth>(tid + i * kThreads, kk, mm);
+#pragma unroll
+    for (int q = 0; q < kAWidth; ++q)
+      as[(kk + (kLoadAAlongK ? q : 0)) * kAStride + mm + (kLoadAAlongK ? 0 : q)] = a[i][q];
   }
 #pragma unroll
   for (int i = 0; i < kBLoads; ++i) {
-    const int slot = tid + i * kThreads;
-    const int kk = kLoadBAlongK ? slot % kTileK : slot / kTileN;
-    const int nn = kLoadBAlongK ? slot / kTileK : slot % kTileN;
-    bs[kk * kBStride + nn] = b[i];
+    int kk, nn;
+    slice_position<kLoadBAlongK, kBlockN, kBWidth>(tid + i * kThreads, kk, nn);
+#pragma unroll
+    for (int q = 0; q < kBWidth; ++q)
+      bs[(kk + (kLoadBAlongK ? q : 0)) * kBStride + nn + (kLoadBAlongK ? 0 : q)] = b[i][q];
   }
 }
 
@@ -332,7 +454,7 @@ __device__ __forceinline__ void accumulate_tile(const FusegenArgs& args, float* 
   const long long slices = (e.depth + kTileK - 1) / kTileK;
   if (slices <= 0)
     return;
-  float a[kALoads], b[kBLoads];
+  float a[kALoads][kAWidth], b[kBLoads][kBWidth];
   load_slice(args, e, a_base, b_base, m0, n0, 0, a, b);
   store_slice(smem, a, b);
   __syncthreads();
@@ -340,6 +462,405 @@ __device__ __forceinline__ void accumulate_tile(const FusegenArgs& args, float* 
   for (long long s = 0; s < slices; ++s) {
     load_slice(args, e, a_base, b_base, m0, n0, (s + 1) * kTileK, a, b);
     multiply_slice(smem + (s & 1) * kSliceFloats, ty, tx, acc);
+    store_slice(smem + ((s + 1) & 1) * kSliceFloats, a, b);
+    __syncthreads();
+  }
+}
+
+// ---- tensor-core inner product (kInnerProduct 1 and 2) ----
+
+// fp32 -> tf32, rounded to nearest (ties away), as a 32-bit pattern.
+__device__ __forceinline__ unsigned int gemm_tf32(float x) {
+  unsigned int bits;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(x));
+  return bits;
+}
+
+// x = big + small, both tf32; |x - big - small| <= 2^-22 |x| or so.
+__device__ __forceinline__ void gemm_split(float x, unsigned int& big, unsigned int& small) {
+  big = gemm_tf32(x);
+  small = gemm_tf32(x - __uint_as_float(big));
+}
+
+// acc (m16n8, fp32) += a (m16k8, tf32, row) * b (k8n8, tf32, col).
+__device__ __forceinline__ void gemm_mma(float (&acc)[4], const unsigned int (&a)[4], const unsigned int (&b)[2]) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};"
+               : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// The products of one k slice for kRows row fragments of this warp's tile,
+// from row fragment first_row on (a constant once unrolled). Fragment layouts
+// are the PTX ISA's for m16n8k8 tf32 (g = lane / 4, t = lane % 4): A holds
+// (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4); B holds (t, g), (t + 4, g).
+// Slices are k-major (As[k][m], Bs[k][n]; element (k, x) at k * stride + x),
+// or row-major on the cp.async path (As[m][k], Bs[n][k]; x * kRowStride + k).
+template <int kRows>
+__device__ __forceinline__ void multiply_slice_tc(const float* slice, int warp_m, int warp_n, int first_row,
+                                                  float (&acc)[kRows][kFragsN][4]) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  // Distance between elements 1 apart along k, and along m or n.
+  constexpr int kAK = kAsync ? 1 : kAStride, kAX = kAsync ? kRowStride : 1;
+  constexpr int kBK = kAsync ? 1 : kBStride, kBX = kAsync ? kRowStride : 1;
+  const float* as = slice + (warp_m * kWarpM + first_row * 16 + g) * kAX + t * kAK;
+  const float* bs = slice + (kAsync ? kBlockM * kRowStride : kTileK * kAStride) + (warp_n * kWarpN + g) * kBX + t * kBK;
+#pragma unroll
+  for (int k8 = 0; k8 < kTileK; k8 += 8) {
+    // B's fragments for every column fragment, then A's one row fragment at
+    // a time (fewer live registers than all of A at once).
+    unsigned int b_big[kFragsN][2], b_small[kFragsN][2];
+#pragma unroll
+    for (int j = 0; j < kFragsN; ++j) {
+      const float* b = bs + k8 * kBK + j * 8 * kBX;
+      const float v[2] = {b[0], b[4 * kBK]};
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        if (kInnerProduct == 1)
+          gemm_split(v[r], b_big[j][r], b_small[j][r]);
+        else
+          b_big[j][r] = gemm_tf32(v[r]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const float* a = as + k8 * kAK + i * 16 * kAX;
+      const float v[4] = {a[0], a[8 * kAX], a[4 * kAK], a[4 * kAK + 8 * kAX]};
+      unsigned int a_big[4], a_small[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        if (kInnerProduct == 1)
+          gemm_split(v[r], a_big[r], a_small[r]);
+        else
+          a_big[r] = gemm_tf32(v[r]);
+      }
+      // The small terms first: they join the running sum before the big
+      // product of the same step, which keeps more of their bits.
+#pragma unroll
+      for (int j = 0; j < kFragsN; ++j) {
+        if (kInnerProduct == 1) {
+          gemm_mma(acc[i][j], a_small, b_big[j]);
+          gemm_mma(acc[i][j], a_big, b_small[j]);
+        }
+        gemm_mma(acc[i][j], a_big, b_big[j]);
+      }
+    }
+  }
+}
+
+// Shared-memory address of a generic pointer into shared memory.
+__device__ __forceinline__ unsigned int gemm_shared_address(const float* pointer) {
+  unsigned int address;
+  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(address) : "l"(pointer));
+  return address;
+}
+
+// Copies 16 bytes from global to shared memory without passing through
+// registers; a null source writes zeros (src-size 0 reads nothing, so any
+// valid address may stand in for it).
+__device__ __forceinline__ void gemm_copy16_async(float* destination, const float* source, const float* stand_in) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(gemm_shared_address(destination)),
+               "l"(source ? source : stand_in), "r"(source ? 16 : 0)
+               : "memory");
+}
+
+__device__ __forceinline__ void gemm_copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+// Waits until at most kPending committed copy groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void gemm_copy_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+// Where row r, column k (a multiple of 4) of a row-major slice lives.
+__device__ __forceinline__ int slice_offset(int r, int k) {
+  if constexpr (kWgmma)
+    return r * kRowStride + (((k / 4) ^ (r % 8)) * 4);
+  else
+    return r * kRowStride + k;
+}
+
+// Starts copying the k slice at k0 into `slice` (As[m][k], Bs[n][k]; zeros
+// outside the problem).
+__device__ __forceinline__ void copy_slice_async(const FusegenArgs& args, const GemmExtents& e, long long a_base,
+                                                 long long b_base, long long m0, long long n0, long long k0,
+                                                 float* slice) {
+  constexpr int kVectorsPerRow = kTileK / 4;
+  constexpr int kACopies = kBlockM * kVectorsPerRow / kThreads;
+  constexpr int kBCopies = kBlockN * kVectorsPerRow / kThreads;
+  static_assert(kACopies * kThreads == kBlockM * kVectorsPerRow && kBCopies * kThreads == kBlockN * kVectorsPerRow,
+                "slice copies must divide evenly among the threads");
+  const float* stand_in = args.buf[0];
+#pragma unroll
+  for (int i = 0; i < kACopies; ++i) {
+    const int v = threadIdx.x + i * kThreads, mm = v / kVectorsPerRow, kk = (v % kVectorsPerRow) * 4;
+    const long long m = m0 + mm, k = k0 + kk;
+    gemm_copy16_async(slice + slice_offset(mm, kk),
+                      m < e.rows && k < e.depth ? a_address(args, a_base, m, k) : nullptr, stand_in);
+  }
+  float* bs = slice + kBlockM * kRowStride;
+#pragma unroll
+  for (int i = 0; i < kBCopies; ++i) {
+    const int v = threadIdx.x + i * kThreads, nn = v / kVectorsPerRow, kk = (v % kVectorsPerRow) * 4;
+    const long long n = n0 + nn, k = k0 + kk;
+    gemm_copy16_async(bs + slice_offset(nn, kk), n < e.cols && k < e.depth ? b_address(args, b_base, k, n) : nullptr,
+                      stand_in);
+  }
+}
+
+// The products of one slice added to acc. Strict precision: the tensor
+// cores' fp32 accumulation truncates, and over thousands of steps that bias
+// grows past 1e-4 after a GroupNorm, so each slice's products are summed
+// apart (few truncations, small values) and added to acc with rounded fp32
+// adds, two row fragments at a time so that the separate sums fit in registers.
+__device__ __forceinline__ void multiply_into(const float* slice, int warp_m, int warp_n,
+                                              float (&acc)[kFragsM][kFragsN][4]) {
+  if constexpr (kInnerProduct == 1) {
+    constexpr int kChunk = kFragsM < 2 ? kFragsM : 2;
+#pragma unroll
+    for (int first = 0; first < kFragsM; first += kChunk) {
+      float part[kChunk][kFragsN][4] = {};
+      multiply_slice_tc<kChunk>(slice, warp_m, warp_n, first, part);
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i)
+#pragma unroll
+        for (int j = 0; j < kFragsN; ++j)
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            acc[first + i][j][r] += part[i][j][r];
+    }
+  } else {
+    multiply_slice_tc<kFragsM>(slice, warp_m, warp_n, 0, acc);
+  }
+}
+
+// ---- warpgroup MMA (sm_90a) ----
+
+__device__ __forceinline__ void gemm_fence_async_proxy() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void gemm_wgmma_fence() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void gemm_wgmma_commit_and_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#endif
+}
+
+// Shared-memory matrix descriptor of a K-major tile with 128-byte rows in
+// the 128-byte swizzle: start address, leading offset (unused by this
+// layout, 1), stride between 8-row groups 1024 bytes, layout 1 (SW128).
+__device__ __forceinline__ unsigned long long gemm_descriptor(const float* tile) {
+  const unsigned long long address = gemm_shared_address(tile);
+  return ((address & 0x3FFFFull) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
+
+// acc (m64n64, fp32) = a (64 x 8) * b (64 x 8)^T [+ acc if accumulate],
+// both operands K-major tf32 in shared memory (descriptors).
+__device__ __forceinline__ void gemm_wgmma_n64(float (&d)[8][4], unsigned long long a, unsigned long long b,
+                                               int accumulate) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+               "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+               "%32, %33, p, 1, 1;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+                 "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+                 "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+                 "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+                 "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+                 "+f"(d[7][2]), "+f"(d[7][3])
+               : "l"(a), "l"(b), "r"(accumulate));
+#else
+  (void)d;
+  (void)a;
+  (void)b;
+  (void)accumulate;
+#endif
+}
+
+// acc (m64n128, fp32) = a (64 x 8) * b (128 x 8)^T [+ acc if accumulate],
+// both operands K-major tf32 in shared memory (descriptors).
+__device__ __forceinline__ void gemm_wgmma_n128(float (&d)[16][4], unsigned long long a, unsigned long long b,
+                                               int accumulate) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+               "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+               "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+               "%56, %57, %58, %59, %60, %61, %62, %63}, "
+               "%64, %65, p, 1, 1;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+                 "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+                 "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+                 "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+                 "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+                 "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+                 "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+                 "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+                 "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]),
+                 "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
+                 "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+               : "l"(a), "l"(b), "r"(accumulate));
+#else
+  (void)d;
+  (void)a;
+  (void)b;
+  (void)accumulate;
+#endif
+}
+
+// One m64nN k8 step: the instruction for the block width (a template, so
+// that configurations without wgmma instantiate neither).
+template <int kN>
+__device__ __forceinline__ void gemm_wgmma(float (&d)[kN][4], unsigned long long a, unsigned long long b,
+                                           int accumulate) {
+  static_assert(!kWgmma || kN == 16 || kN == 8, "wgmma blocks are 128 or 64 columns wide");
+  if constexpr (kN == 16)
+    gemm_wgmma_n128(d, a, b, accumulate);
+  else if constexpr (kN == 8)
+    gemm_wgmma_n64(d, a, b, accumulate);
+}
+
+// Splits the slice in place into its tf32 big parts and writes the small
+// parts to `small` (same layout); the split is element-wise, so the swizzle
+// does not matter.
+__device__ __forceinline__ void split_slice(float* slice, float* small) {
+  constexpr int kVectors = kAsyncSliceFloats / 4;
+  static_assert(!kWgmma || kVectors % kThreads == 0, "split vectors must divide evenly among the threads");
+#pragma unroll
+  for (int i = 0; i < kVectors / kThreads; ++i) {
+    const int v = (threadIdx.x + i * kThreads) * 4;
+    float4 x = *reinterpret_cast<float4*>(slice + v);
+    float4 big, rest;
+    unsigned int b, r;
+    gemm_split(x.x, b, r);
+    big.x = __uint_as_float(b);
+    rest.x = __uint_as_float(r);
+    gemm_split(x.y, b, r);
+    big.y = __uint_as_float(b);
+    rest.y = __uint_as_float(r);
+    gemm_split(x.z, b, r);
+    big.z = __uint_as_float(b);
+    rest.z = __uint_as_float(r);
+    gemm_split(x.w, b, r);
+    big.w = __uint_as_float(b);
+    rest.w = __uint_as_float(r);
+    *reinterpret_cast<float4*>(slice + v) = big;
+    *reinterpret_cast<float4*>(small + v) = rest;
+  }
+}
+
+// The products of one slice with wgmma: this thread's warpgroup computes
+// rows 64 * (warp / 4) and up over the block's width. 3xTF32 splits the slice
+// first (every thread a share), then sums small*big + big*small + big*big
+// over the slice into separate sums (the first instruction overwrites them)
+// and adds those to acc with rounded fp32 adds, as multiply_into() does. TF32
+// feeds the fp32 values as they are (the tensor cores read their tf32 bits).
+__device__ __forceinline__ void multiply_into_wgmma(float* slice, float* small, float (&acc)[kFragsM][kFragsN][4]) {
+  const int group = threadIdx.x / 128;
+  const float* a = slice + group * 64 * kRowStride;
+  const float* b = slice + kBlockM * kRowStride;
+  if constexpr (kInnerProduct == 1) {
+    split_slice(slice, small);
+    gemm_fence_async_proxy();
+    __syncthreads();
+    const float* a_small = small + group * 64 * kRowStride;
+    const float* b_small = small + kBlockM * kRowStride;
+    float part[kFragsN][4] = {}; // overwritten by the first product; zeroed for the compiler
+    gemm_wgmma_fence();
+#pragma unroll
+    for (int k8 = 0; k8 < kTileK / 8; ++k8) {
+      // k steps advance 32 bytes within the 128-byte rows: 2 in the
+      // descriptor's 16-byte address units.
+      const unsigned long long step = 2ull * k8;
+      gemm_wgmma(part, gemm_descriptor(a_small) + step, gemm_descriptor(b) + step, k8 > 0);
+      gemm_wgmma(part, gemm_descriptor(a) + step, gemm_descriptor(b_small) + step, 1);
+      gemm_wgmma(part, gemm_descriptor(a) + step, gemm_descriptor(b) + step, 1);
+    }
+    gemm_wgmma_commit_and_wait();
+#pragma unroll
+    for (int j = 0; j < kFragsN; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        acc[0][j][r] += part[j][r];
+    __syncthreads(); // the next split may overwrite `small`
+  } else {
+    (void)small;
+    gemm_wgmma_fence();
+#pragma unroll
+    for (int k8 = 0; k8 < kTileK / 8; ++k8) {
+      const unsigned long long step = 2ull * k8;
+      gemm_wgmma(acc[0], gemm_descriptor(a) + step, gemm_descriptor(b) + step, 1);
+    }
+    gemm_wgmma_commit_and_wait();
+  }
+}
+
+// The block's products on the cp.async path: kStages - 1 slices in flight
+// while one is multiplied, one barrier per slice.
+__device__ __forceinline__ void accumulate_block_async(const FusegenArgs& args, float* smem, const GemmExtents& e,
+                                                       long long batch, long long m0, long long n0,
+                                                       float (&acc)[kFragsM][kFragsN][4]) {
+  const int warp = threadIdx.x / 32, warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
+  const long long a_base = a_offset(args, batch), b_base = b_offset(args, batch);
+  const long long slices = (e.depth + kTileK - 1) / kTileK;
+#pragma unroll
+  for (int stage = 0; stage < kStages - 1; ++stage) {
+    if (stage < slices)
+      copy_slice_async(args, e, a_base, b_base, m0, n0, stage * kTileK, smem + stage * kAsyncSliceFloats);
+    gemm_copy_commit(); // empty groups keep the count uniform
+  }
+#pragma unroll 1
+  for (long long s = 0; s < slices; ++s) {
+    gemm_copy_wait<kStages - 2>();
+    if constexpr (kWgmma)
+      gemm_fence_async_proxy(); // the tensor cores read what cp.async wrote
+    __syncthreads(); // slice s is visible to all; slice s - 1's buffer is free
+    const long long next = s + kStages - 1;
+    if (next < slices)
+      copy_slice_async(args, e, a_base, b_base, m0, n0, next * kTileK, smem + (next % kStages) * kAsyncSliceFloats);
+    gemm_copy_commit();
+    if constexpr (kWgmma) {
+      (void)warp_m;
+      (void)warp_n;
+      multiply_into_wgmma(smem + (s % kStages) * kAsyncSliceFloats, smem + kStages * kAsyncSliceFloats, acc);
+    } else {
+      multiply_into(smem + (s % kStages) * kAsyncSliceFloats, warp_m, warp_n, acc);
+    }
+  }
+  gemm_copy_wait<0>();
+  __syncthreads(); // shared memory is free for the epilogue
+}
+
+// As accumulate_tile, for the whole block on tensor cores where the cp.async
+// path does not apply (the same register-staged double buffer).
+__device__ __forceinline__ void accumulate_block_tc(const FusegenArgs& args, float* smem, const GemmExtents& e,
+                                                    long long batch, long long m0, long long n0,
+                                                    float (&acc)[kFragsM][kFragsN][4]) {
+  const int warp = threadIdx.x / 32, warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
+  const long long a_base = a_offset(args, batch), b_base = b_offset(args, batch);
+  const long long slices = (e.depth + kTileK - 1) / kTileK;
+  if (slices <= 0)
+    return;
+  float a[kALoads][kAWidth], b[kBLoads][kBWidth];
+  load_slice(args, e, a_base, b_base, m0, n0, 0, a, b);
+  store_slice(smem, a, b);
+  __syncthreads();
+#pragma unroll 1
+  for (long long s = 0; s < slices; ++s) {
+    load_slice(args, e, a_base, b_base, m0, n0, (s + 1) * kTileK, a, b);
+    multiply_into(smem + (s & 1) * kSliceFloats, warp_m, warp_n, acc);
     store_slice(smem + ((s + 1) & 1) * kSliceFloats, a, b);
     __syncthreads();
   }
@@ -458,17 +979,12 @@ __device__ __forceinline__ void reduce_tile_rows(const FusegenArgs& args, const 
 // go through shared memory first, so that each pass walks the tile row by row
 // with consecutive threads on consecutive columns (coalesced stores), one
 // element at a time (one copy of the epilogue code, few live registers).
-__device__ __forceinline__ void finish_tile(const FusegenArgs& args, float* smem, const GemmExtents& e,
-                                            long long batch, long long row_tile, long long m0, long long n0,
-                                            const float (&acc)[kMicro][kMicro]) {
-  const int tx = threadIdx.x % kThreadCols, ty = threadIdx.x / kThreadCols;
+// The tile's accumulators are staged in shared memory ([kTileM][kTileStride])
+// and every thread has passed a barrier since.
+__device__ __forceinline__ void finish_staged_tile(const FusegenArgs& args, float* smem, const GemmExtents& e,
+                                                   long long batch, long long row_tile, long long m0,
+                                                   long long n0) {
   float* tile = smem;
-#pragma unroll
-  for (int i = 0; i < kMicro; ++i)
-#pragma unroll
-    for (int j = 0; j < kMicro; ++j)
-      tile[(ty * kMicro + i) * kTileStride + tx * kMicro + j] = acc[i][j];
-  __syncthreads();
   const int valid_rows = static_cast<int>(e.rows - m0 < kTileM ? e.rows - m0 : kTileM);
   const int valid_cols = static_cast<int>(e.cols - n0 < kTileN ? e.cols - n0 : kTileN);
   const bool staged = kNormGroup > 0 || kStatsGroup > 0;
@@ -507,24 +1023,90 @@ __device__ __forceinline__ void finish_tile(const FusegenArgs& args, float* smem
   }
 }
 
+// SIMT: stages a thread's 4x4 micro-tile, then finishes the tile.
+__device__ __forceinline__ void finish_tile(const FusegenArgs& args, float* smem, const GemmExtents& e,
+                                            long long batch, long long row_tile, long long m0, long long n0,
+                                            const float (&acc)[kMicro][kMicro]) {
+  const int tx = threadIdx.x % kThreadCols, ty = threadIdx.x / kThreadCols;
+#pragma unroll
+  for (int i = 0; i < kMicro; ++i)
+#pragma unroll
+    for (int j = 0; j < kMicro; ++j)
+      smem[(ty * kMicro + i) * kTileStride + tx * kMicro + j] = acc[i][j];
+  __syncthreads();
+  finish_staged_tile(args, smem, e, batch, row_tile, m0, n0);
+}
+
+// Tensor cores: finishes the block's epilogue tiles one after another; each
+// warp stages its fragments that lie in the tile (C layout:
+// (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)).
+__device__ __forceinline__ void finish_block_tc(const FusegenArgs& args, float* smem, const GemmExtents& e,
+                                                long long batch, long long m0, long long n0,
+                                                const float (&acc)[kFragsM][kFragsN][4]) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int warp_row = (warp / kWarpsN) * kWarpM, warp_col = (warp % kWarpsN) * kWarpN;
+#pragma unroll 1
+  for (int tm = 0; tm < kBlockM / kTileM; ++tm)
+#pragma unroll 1
+    for (int tn = 0; tn < kBlockN / kTileN; ++tn) {
+      const long long tile_m0 = m0 + tm * kTileM, tile_n0 = n0 + tn * kTileN;
+      if (tile_m0 >= e.rows || tile_n0 >= e.cols)
+        continue; // the same for every thread
+      __syncthreads(); // the previous tile's epilogue may still read shared memory
+      if (warp_row / kTileM == tm) {
+        const int r0 = warp_row % kTileM + g;
+#pragma unroll
+        for (int i = 0; i < kFragsM; ++i)
+#pragma unroll
+          for (int j = 0; j < kFragsN; ++j) {
+            const int column = warp_col + j * 8; // a fragment lies in one tile
+            if (column / kTileN != tn)
+              continue;
+            float* at = smem + (r0 + i * 16) * kTileStride + column % kTileN + 2 * t;
+            at[0] = acc[i][j][0];
+            at[1] = acc[i][j][1];
+            at[8 * kTileStride] = acc[i][j][2];
+            at[8 * kTileStride + 1] = acc[i][j][3];
+          }
+      }
+      __syncthreads();
+      finish_staged_tile(args, smem, e, batch, tile_m0 / kTileM, tile_m0, tile_n0);
+    }
+}
+
 __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
-  __shared__ __align__(16) float smem[kSharedFloats];
+  // SIMT: static shared memory; tensor cores: the launch's dynamic shared
+  // memory (more than the static 48 KB limit).
+  __shared__ __align__(16) float static_smem[kInnerProduct == 0 ? kSharedFloats : 1];
+  extern __shared__ __align__(16) float fusegen_gemm_dynamic_smem[];
+  float* smem = kInnerProduct == 0 ? static_smem : fusegen_gemm_dynamic_smem;
+  if constexpr (kWgmma) // the 128-byte swizzle repeats every 1024 bytes
+    smem += (1024 - gemm_shared_address(smem) % 1024) % 1024 / 4;
   const GemmExtents e{gemm_rows(args), gemm_cols(args), gemm_depth(args)};
   const long long batches = gemm_batches(args);
-  const long long row_tiles = (e.rows + kTileM - 1) / kTileM;
-  // grid.x covers the column tiles exactly (up to 2^31 - 1 of them); batches
-  // and row tiles beyond gridDim.z / gridDim.y (65535) are looped over. A
+  const long long row_blocks = (e.rows + kBlockM - 1) / kBlockM;
+  // grid.x covers the column blocks exactly (up to 2^31 - 1 of them); batches
+  // and row blocks beyond gridDim.z / gridDim.y (65535) are looped over. A
   // third, innermost loop over columns costs about 60 registers.
-  const long long n0 = static_cast<long long>(blockIdx.x) * kTileN;
+  const long long n0 = static_cast<long long>(blockIdx.x) * kBlockN;
   if (n0 >= e.cols)
     return;
   for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z)
-    for (long long row_tile = blockIdx.y; row_tile < row_tiles; row_tile += gridDim.y) {
-      const long long m0 = row_tile * kTileM;
-      float acc[kMicro][kMicro] = {};
-      __syncthreads(); // the previous tile's epilogue may still read shared memory
-      accumulate_tile(args, smem, e, batch, m0, n0, acc);
-      finish_tile(args, smem, e, batch, row_tile, m0, n0, acc);
+    for (long long row_block = blockIdx.y; row_block < row_blocks; row_block += gridDim.y) {
+      const long long m0 = row_block * kBlockM;
+      __syncthreads(); // the previous block's epilogue may still read shared memory
+      if constexpr (kInnerProduct == 0) {
+        float acc[kMicro][kMicro] = {};
+        accumulate_tile(args, smem, e, batch, m0, n0, acc);
+        finish_tile(args, smem, e, batch, row_block, m0, n0, acc);
+      } else {
+        float acc[kFragsM][kFragsN][4] = {};
+        if constexpr (kAsync)
+          accumulate_block_async(args, smem, e, batch, m0, n0, acc);
+        else
+          accumulate_block_tc(args, smem, e, batch, m0, n0, acc);
+        finish_block_tc(args, smem, e, batch, m0, n0, acc);
+      }
     }
 }
 

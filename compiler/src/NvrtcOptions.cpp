@@ -3,7 +3,9 @@
 namespace fusegen {
 
 std::vector<std::string> nvrtc_options(const NvrtcTarget& target, Precision precision) {
-  std::string arch = std::to_string(target.arch);
+  // sm_90a: Hopper's architecture-specific features (wgmma), which every
+  // compute capability 9.0 device has; a 9.0a cubin runs on exactly those.
+  std::string arch = std::to_string(target.arch) + (target.cubin && target.arch == 90 ? "a" : "");
   std::vector<std::string> options = {
       (target.cubin ? "--gpu-architecture=sm_" : "--gpu-architecture=compute_") + arch,
       "-default-device",

@@ -7,7 +7,9 @@
 // and specialized dims, ragged M, N and K, M = 1. Generated GEMM kernels are
 // compiled with NVRTC for sm_80 and sm_90 and, where the toolkit has nvcc,
 // with nvcc -Werror all-warnings, checking ptxas reports no spills; hook
-// values and launch geometry are checked; refusals name their reason.
+// values, the template variant (inner product, block, slice depth, 16-byte
+// loads, cp.async stages), launch geometry and dynamic shared memory are
+// checked; refusals name their reason.
 #include "fusegen/Codegen.h"
 #include "fusegen/Frontend.h"
 #include "fusegen/Planner.h"
@@ -129,7 +131,7 @@ void expect_nvcc_clean(const std::string& source, const std::string& what, size_
   fs::create_directories(dir);
   fs::path file = dir / (what + ".cu"), log = dir / (what + ".log");
   std::ofstream(file) << source;
-  std::string command = std::string(FUSEGEN_NVCC_PATH) + " -arch=sm_90 -Werror all-warnings -Xptxas -v -c " +
+  std::string command = std::string(FUSEGEN_NVCC_PATH) + " -arch=sm_90a -Werror all-warnings -Xptxas -v -c " +
                         file.string() + " -o " + (dir / (what + ".o")).string() + " > " + log.string() + " 2>&1";
   int status = std::system(command.c_str());
   std::string text = read_file(log.string());
@@ -167,6 +169,48 @@ std::vector<KernelKind> kinds_of(const Plan& plan) {
   for (const KernelStep& step : plan.kernels)
     kinds.push_back(step.kind);
   return kinds;
+}
+
+// The value of the constant hook `constexpr int|bool <name> = <value>;` (a
+// line of its own) in a kernel's text, or "missing" (with a failure).
+std::string constant_of(const std::string& kernel, const std::string& name) {
+  for (const char* type : {"int", "bool"}) {
+    std::string key = std::string("\nconstexpr ") + type + " " + name + " = ";
+    if (size_t at = kernel.find(key); at != std::string::npos) {
+      at += key.size();
+      return kernel.substr(at, kernel.find(';', at) - at);
+    }
+  }
+  ADD_FAILURE() << "no constant " << name << " in the kernel";
+  return "missing";
+}
+
+// The template variant a kernel was emitted with, as one comparable line:
+// inner product, block, slice depth, pipeline stages, 16-byte loads of A / B.
+std::string variant_of(const std::string& kernel) {
+  return "inner " + constant_of(kernel, "kInnerProduct") + ", block " + constant_of(kernel, "kBlockM") + "x" +
+         constant_of(kernel, "kBlockN") + ", tile_k " + constant_of(kernel, "kTileK") + ", stages " +
+         constant_of(kernel, "kStages") + ", vectors " + constant_of(kernel, "kAVector") + "/" +
+         constant_of(kernel, "kBVector");
+}
+
+// The launch's dynamic shared memory is the kernel's kDynamicSharedFloats
+// floats (nonzero: tensor cores); the host launcher launches with it and,
+// above the default 48 KiB, first raises the kernel's limit to it.
+void expect_dynamic_shared_memory(const GeneratedCode& code, size_t fusion, const std::string& kernel) {
+  const KernelLaunch& launch = launch_of(code, fusion, 0);
+  std::string floats = constant_of(kernel_text(code, kernel), "kDynamicSharedFloats");
+  EXPECT_EQ(std::to_string(launch.shared_bytes), std::to_string(std::stoll(floats) * 4))
+      << kernel << ": launch.shared_bytes vs kDynamicSharedFloats = " << floats << " floats";
+  EXPECT_GT(launch.shared_bytes, 0) << kernel << ": tensor cores use dynamic shared memory";
+  std::string bytes = std::to_string(launch.shared_bytes);
+  std::string raise = "::fusegen_" + kernel + ", cudaFuncAttributeMaxDynamicSharedMemorySize, " + bytes + ");";
+  EXPECT_EQ(contains(code.source, raise), launch.shared_bytes > 48 * 1024)
+      << kernel << ": cudaFuncSetAttribute to " << bytes << " bytes expected only above 48 KiB";
+  size_t call = code.source.find("::fusegen_" + kernel + "<<<");
+  std::string line = call == std::string::npos ? "" : code.source.substr(call, code.source.find('\n', call) - call);
+  EXPECT_TRUE(contains(line, "dim3(256), " + bytes + ", stream>>>"))
+      << kernel << ": expected a launch with " << bytes << " bytes, got: " << line;
 }
 
 // ---- contractions with pointwise epilogues ----
@@ -246,18 +290,27 @@ TEST(CodegenGemm, ContractionsCompileSymbolicAndSpecialized) {
 
 TEST(CodegenGemm, LinearHooks) {
   GeneratedCode code = generate(plans_of(kContractions));
-  // x [N, 100] . w[48, 100]^T: both operands contiguous along k; K = 100 is
-  // not a multiple of the 16-deep slice (bounds checks in the template).
+  // x [N, 100] . w[48, 100]^T: both operands contiguous along k, as pointers
+  // (the template loads them); K = 100 is a multiple of 4 (16-byte loads, the
+  // cp.async pipeline) but not of the 32-deep slice (bounds checks in the
+  // template). Strict precision: 3xTF32; N is symbolic, so the largest block
+  // strict precision allows.
   std::string lin = kernel_text(code, "lin_nobias_k0");
   EXPECT_TRUE(contains(lin, "constexpr bool kLoadAAlongK = true;"));
   EXPECT_TRUE(contains(lin, "constexpr bool kLoadBAlongK = true;"));
-  EXPECT_TRUE(contains(lin, "return __ldg(args.buf[0] + m * 100LL + k);"));
-  EXPECT_TRUE(contains(lin, "return __ldg(args.buf[1] + n * 100LL + k);"));
+  EXPECT_TRUE(contains(lin, "return args.buf[0] + m * 100LL + k;"));
+  EXPECT_TRUE(contains(lin, "return args.buf[1] + n * 100LL + k;"));
+  EXPECT_FALSE(contains(lin, "return __ldg(")) << "operand hooks return addresses";
+  EXPECT_TRUE(contains(lin, "__device__ __forceinline__ const float* a_address("));
+  EXPECT_TRUE(contains(lin, "__device__ __forceinline__ const float* b_address("));
   EXPECT_TRUE(contains(lin, "const float v3 = fusegen_relu(acc);"));
-  EXPECT_TRUE(contains(lin, "constexpr int kNormGroup = 0;"));
-  EXPECT_TRUE(contains(lin, "constexpr int kStatsGroup = 0;"));
-  EXPECT_TRUE(contains(lin, "constexpr int kRowReduce = 0;"));
-  EXPECT_TRUE(contains(lin, "constexpr int kInnerProduct = 0;"));
+  EXPECT_EQ(constant_of(lin, "kTileM"), "64");
+  EXPECT_EQ(constant_of(lin, "kTileN"), "64");
+  EXPECT_EQ(constant_of(lin, "kThreads"), "256");
+  EXPECT_EQ(constant_of(lin, "kNormGroup"), "0");
+  EXPECT_EQ(constant_of(lin, "kStatsGroup"), "0");
+  EXPECT_EQ(constant_of(lin, "kRowReduce"), "0");
+  EXPECT_EQ(variant_of(lin), "inner 1, block 128x64, tile_k 32, stages 4, vectors true/true");
   EXPECT_TRUE(contains(lin, "__launch_bounds__(kThreads, kMinBlocksPerSM) fusegen_lin_nobias_k0("));
   // 3-d input: leading dims flattened into m and decoded again for the
   // epilogue; z [S, 32] broadcast against [B, S, 32]; bias per column.
@@ -266,40 +319,62 @@ TEST(CodegenGemm, LinearHooks) {
   EXPECT_TRUE(contains(lin3d, "const long long o1 = orest % args.dim[1];"));
   EXPECT_TRUE(contains(lin3d, "const float v4 = acc + args.buf[3][n];"));
   EXPECT_TRUE(contains(lin3d, "args.buf[1][o1 * 32LL + n]"));
-  // 1-d input: one row, coordinates (n).
+  EXPECT_TRUE(contains(lin3d, "return args.buf[0] + m * 64LL + k;"));
+  EXPECT_EQ(variant_of(lin3d), "inner 1, block 128x64, tile_k 32, stages 4, vectors true/true") << "rows symbolic";
+  // 1-d input: one row, coordinates (n); every extent known and one block of
+  // any size, so the smallest (64x64).
   std::string lin1d = kernel_text(code, "lin1d_k0");
   EXPECT_TRUE(contains(lin1d, "return 1LL;"));
   EXPECT_TRUE(contains(lin1d, "const long long out = n;"));
+  EXPECT_EQ(variant_of(lin1d), "inner 1, block 64x64, tile_k 32, stages 4, vectors true/true");
 }
 
 TEST(CodegenGemm, MatmulHooks) {
   GeneratedCode code = generate(plans_of(kContractions));
   // Batch dims [B, 3] folded into the batch index; b [3, 40, 24] broadcasts
-  // over B and is read along n.
+  // over B and is read along n. Both contiguous extents (40, 24) are
+  // multiples of 4: 16-byte loads and 32-deep slices, but B is not along k,
+  // so no cp.async pipeline (2 stages). B symbolic: the largest block.
   std::string bmm = kernel_text(code, "bmm_k0");
   EXPECT_TRUE(contains(bmm, "return (3LL * args.dim[0]);")) << "batches";
   EXPECT_TRUE(contains(bmm, "return (b0 * 3LL + b1) * (17LL * 40LL);")) << "a's batch offset";
   EXPECT_TRUE(contains(bmm, "return (b1) * (40LL * 24LL);")) << "b broadcasts over B";
   EXPECT_TRUE(contains(bmm, "(void)b0;"));
+  EXPECT_TRUE(contains(bmm, "constexpr bool kLoadAAlongK = true;"));
   EXPECT_TRUE(contains(bmm, "constexpr bool kLoadBAlongK = false;"));
-  EXPECT_TRUE(contains(bmm, "return __ldg(args.buf[1] + b_base + k * 24LL + n);"));
+  EXPECT_TRUE(contains(bmm, "return args.buf[0] + a_base + m * 40LL + k;"));
+  EXPECT_TRUE(contains(bmm, "return args.buf[1] + b_base + k * 24LL + n;"));
+  EXPECT_EQ(variant_of(bmm), "inner 1, block 64x64, tile_k 32, stages 2, vectors true/true") << "17 rows";
   // 1-d operands are promoted: [B, 17, 40] x [40] has one column, [40] x
-  // [B, 40, 24] one row; [40] x [40] is a 0-d result.
+  // [B, 40, 24] one row; [40] x [40] is a 0-d result. A 1-d B is read along
+  // k (cp.async pipeline); a 2-d one along n (none).
   std::string mv = kernel_text(code, "mv_k0");
-  EXPECT_TRUE(contains(mv, "return __ldg(args.buf[1] + b_base + k);"));
+  EXPECT_TRUE(contains(mv, "return args.buf[1] + b_base + k;"));
   EXPECT_TRUE(contains(mv, "const long long out = b0 * 17LL + m;"));
+  EXPECT_TRUE(contains(mv, "constexpr bool kLoadBAlongK = true;"));
+  EXPECT_EQ(variant_of(mv), "inner 1, block 64x64, tile_k 32, stages 4, vectors true/true") << "17 rows";
   std::string vm = kernel_text(code, "vm_k0");
-  EXPECT_TRUE(contains(vm, "return __ldg(args.buf[0] + a_base + k);"));
+  EXPECT_TRUE(contains(vm, "return args.buf[0] + a_base + k;"));
   EXPECT_TRUE(contains(vm, "const long long out = b0 * 24LL + n;"));
-  EXPECT_TRUE(contains(kernel_text(code, "dot_k0"), "const long long out = 0;"));
+  EXPECT_EQ(variant_of(vm), "inner 1, block 64x64, tile_k 32, stages 2, vectors true/true") << "1 row";
+  std::string dot = kernel_text(code, "dot_k0");
+  EXPECT_TRUE(contains(dot, "const long long out = 0;"));
+  EXPECT_EQ(variant_of(dot), "inner 1, block 64x64, tile_k 32, stages 4, vectors true/true") << "one element";
+  // K = 70 and N = 5 are not multiples of 4: element loads, 16-deep slices.
+  std::string m1 = kernel_text(code, "m1_k0");
+  EXPECT_TRUE(contains(m1, "return args.buf[0] + a_base + m * 70LL + k;"));
+  EXPECT_TRUE(contains(m1, "return args.buf[1] + b_base + k * 5LL + n;"));
+  EXPECT_EQ(variant_of(m1), "inner 1, block 64x64, tile_k 16, stages 2, vectors false/false");
 }
 
 TEST(CodegenGemm, ConvHooks) {
   GeneratedCode code = generate(plans_of(kContractions));
   // Implicit GEMM: batch = (sample, conv group), m = (oh, ow), n = channel of
-  // the group, k = (c, kh, kw); A gathered along m with zero padding.
+  // the group, k = (c, kh, kw); A gathered along m with zero padding (a null
+  // address); gathered operands are never 16-byte vectors.
   std::string conv = kernel_text(code, "conv_k0");
   EXPECT_TRUE(contains(conv, "constexpr bool kLoadAAlongK = false;"));
+  EXPECT_TRUE(contains(conv, "constexpr bool kLoadBAlongK = true;"));
   EXPECT_TRUE(contains(conv, "return (args.dim[0] * 2LL);")) << "batches = N * groups";
   EXPECT_TRUE(contains(conv, "return 180LL;")) << "rows = 9 * 20 output positions";
   EXPECT_TRUE(contains(conv, "return 4LL;")) << "cols = 8 / 2 channels per group";
@@ -308,50 +383,235 @@ TEST(CodegenGemm, ConvHooks) {
   EXPECT_TRUE(contains(conv, "return (batch % 2LL) * 72LL;"));
   EXPECT_TRUE(contains(conv, "const int ih = oh * 2 - 1 + i * 2;"));
   EXPECT_TRUE(contains(conv, "const int iw = ow - 2 + j;"));
-  EXPECT_TRUE(contains(conv, "if (ih < 0 || ih >= 20 || iw < 0 || iw >= 18) return 0.0f; // zero padding"));
+  EXPECT_TRUE(contains(conv, "if (ih < 0 || ih >= 20 || iw < 0 || iw >= 18) return nullptr; // zero padding"));
+  EXPECT_TRUE(contains(conv, "return args.buf[0] + a_base + c * 360 + ih * 18 + iw;"));
+  EXPECT_TRUE(contains(conv, "return args.buf[1] + b_base + n * 18LL + k;"));
+  EXPECT_FALSE(contains(conv, "__ldg(args.buf"));
   EXPECT_TRUE(contains(conv, "const long long o = (batch % 2LL) * 4LL + n;"));
   EXPECT_TRUE(contains(conv, "const float v4 = acc + args.buf[2][o];"));
   EXPECT_TRUE(contains(conv, "args.buf[3][o]")) << "scale [8, 1, 1] by channel";
+  EXPECT_EQ(variant_of(conv), "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false") << "N symbolic";
   // 1x1 kernel without padding: no tap decoding, no bounds checks; unbatched.
+  // K = 16 and the weight rows are multiples of 4, still element loads.
   std::string conv1x1 = kernel_text(code, "conv1x1_k0");
   EXPECT_TRUE(contains(conv1x1, "const int c = kq, i = 0, j = 0;"));
   EXPECT_FALSE(contains(conv1x1, "zero padding"));
+  EXPECT_TRUE(contains(conv1x1, "return args.buf[0] + a_base + c * 63 + ih * 7 + iw;"));
   EXPECT_TRUE(contains(conv1x1, "return 1LL;")) << "one batch";
   EXPECT_TRUE(contains(conv1x1, "const long long out = o * 63LL + oh * 7LL + ow;"));
+  EXPECT_EQ(variant_of(conv1x1), "inner 1, block 64x64, tile_k 16, stages 2, vectors false/false")
+      << "63 x 70 outputs: 2 blocks of 64x64, fewer of any larger block";
 }
 
 TEST(CodegenGemm, LaunchGeometry) {
+  // Grid = (ceil(cols / kBlockN), ceil(rows / kBlockM), batches); every
+  // kernel uses tensor cores and dynamic shared memory of
+  // kDynamicSharedFloats floats.
   GeneratedCode code = generate(plans_of(kContractions, {{"N", 130}, {"B", 3}, {"S", 5}}));
+  using G = std::array<std::optional<int64_t>, 3>;
   auto grid = [&](size_t fusion) {
     const KernelLaunch& launch = launch_of(code, fusion, 0);
     EXPECT_EQ(launch.block, 256);
-    EXPECT_EQ(launch.shared_bytes, 0) << "static shared memory only";
     EXPECT_TRUE(launch.fills.empty());
-    return std::array<std::optional<int64_t>, 3>{launch.grid[0].value, launch.grid[1].value, launch.grid[2].value};
+    return G{launch.grid[0].value, launch.grid[1].value, launch.grid[2].value};
   };
-  using G = std::array<std::optional<int64_t>, 3>;
+  auto block = [&](const char* kernel) {
+    std::string text = kernel_text(code, kernel);
+    return constant_of(text, "kBlockM") + "x" + constant_of(text, "kBlockN");
+  };
+  // Few blocks of any size: the smallest block.
   EXPECT_EQ(grid(0), (G{1, 3, 1})) << "lin_nobias: 48 columns, 130 rows";
+  EXPECT_EQ(block("lin_nobias_k0"), "64x64") << "2 blocks of 128x64 < 3 of 64x64";
   EXPECT_EQ(grid(1), (G{1, 1, 1})) << "lin3d: 15 rows";
   EXPECT_EQ(grid(3), (G{1, 1, 9})) << "bmm: 3 * 3 batches";
+  EXPECT_EQ(block("bmm_k0"), "64x64");
   EXPECT_EQ(grid(7), (G{1, 1, 1})) << "m1";
-  EXPECT_EQ(grid(8), (G{1, 3, 260})) << "conv: 180 positions, 130 samples * 2 groups";
+  // 520 blocks of 128x64 are enough (>= 132): 180 positions in 2 row blocks.
+  EXPECT_EQ(grid(8), (G{1, 2, 260})) << "conv: 180 positions, 130 samples * 2 groups";
+  EXPECT_EQ(block("conv_k0"), "128x64");
   EXPECT_EQ(grid(9), (G{2, 1, 1})) << "conv1x1: 70 channels";
-  // Symbolic: launcher expressions, rows and batches clamped to [1, 65535].
+  EXPECT_EQ(block("conv1x1_k0"), "64x64");
+  for (const char* kernel : {"lin_nobias_k0", "lin3d_k0", "lin1d_k0", "bmm_k0", "mv_k0", "vm_k0", "dot_k0", "m1_k0",
+                             "conv_k0", "conv1x1_k0"}) {
+    size_t fusion = 0;
+    while (fusion < code.fusions.size() && "fusegen_" + std::string(kernel) != code.fusions[fusion].kernels.at(0).name)
+      ++fusion;
+    ASSERT_LT(fusion, code.fusions.size()) << kernel;
+    expect_dynamic_shared_memory(code, fusion, kernel);
+  }
+  // Symbolic: launcher expressions over 128-row blocks (the largest strict
+  // block), rows and batches clamped to [1, 65535].
   GeneratedCode symbolic = generate(plans_of(kContractions));
   const KernelLaunch& lin = launch_of(symbolic, 0, 0);
+  EXPECT_EQ(lin.grid[0].value, 1) << "48 columns";
   EXPECT_FALSE(lin.grid[1].value);
   EXPECT_EQ(lin.grid[1].c,
-            "((((N) + 63) / 64) < 1LL ? 1LL : ((((N) + 63) / 64) > 65535LL ? 65535LL : (((N) + 63) / 64)))");
+            "((((N) + 127) / 128) < 1LL ? 1LL : ((((N) + 127) / 128) > 65535LL ? 65535LL : (((N) + 127) / 128)))");
+  EXPECT_EQ(launch_of(symbolic, 8, 0).grid[1].value, 2) << "conv: 180 positions in 128-row blocks";
   EXPECT_EQ(launch_of(symbolic, 8, 0).grid[2].c,
             "(((N) * 2LL) < 1LL ? 1LL : (((N) * 2LL) > 65535LL ? 65535LL : ((N) * 2LL)))");
+  expect_dynamic_shared_memory(symbolic, 0, "lin_nobias_k0");
+  expect_dynamic_shared_memory(symbolic, 8, "conv_k0");
 }
 
-TEST(CodegenGemm, DeterministicAndTf32UsesTheSameInnerProduct) {
+TEST(CodegenGemm, DeterministicAndStrictAndTf32UseDifferentInnerProducts) {
   std::vector<Plan> plans = plans_of(kContractions);
   GeneratedCode strict = generate(plans);
   EXPECT_EQ(strict.source, generate(plans).source);
   GeneratedCode tf32 = generate(plans, Precision::TF32);
-  EXPECT_TRUE(contains(kernel_text(tf32, "lin_nobias_k0"), "constexpr int kInnerProduct = 0;"));
+  EXPECT_EQ(tf32.source, generate(plans, Precision::TF32).source);
+  // Strict precision: 3xTF32 (1); tf32 precision: plain TF32 (2); SIMT (0)
+  // is never emitted.
+  for (const char* kernel : {"lin_nobias_k0", "lin3d_k0", "lin1d_k0", "bmm_k0", "mv_k0", "vm_k0", "dot_k0", "m1_k0",
+                             "conv_k0", "conv1x1_k0"}) {
+    EXPECT_EQ(constant_of(kernel_text(strict, kernel), "kInnerProduct"), "1") << kernel << " strict";
+    EXPECT_EQ(constant_of(kernel_text(tf32, kernel), "kInnerProduct"), "2") << kernel << " tf32";
+  }
+  EXPECT_FALSE(contains(strict.source, "constexpr int kInnerProduct = 0;"));
+  EXPECT_FALSE(contains(tf32.source, "constexpr int kInnerProduct = 0;"));
+  // 48 columns: a 128-column block would be half empty, so tf32 takes
+  // 128x64 too, with the same hooks otherwise.
+  std::string lin = kernel_text(tf32, "lin_nobias_k0");
+  EXPECT_EQ(variant_of(lin), "inner 2, block 128x64, tile_k 32, stages 4, vectors true/true");
+  std::string strict_lin = kernel_text(strict, "lin_nobias_k0");
+  size_t at = strict_lin.find("constexpr int kInnerProduct = 1;");
+  ASSERT_NE(at, std::string::npos);
+  strict_lin.replace(at, std::string("constexpr int kInnerProduct = 1;").size(), "constexpr int kInnerProduct = 2;");
+  // Shared memory: the larger of mma.sync's 4 stages of 192 rows x 36 floats
+  // (27648) and wgmma's 4 stages of 192 x 32, plus (strict) the small parts
+  // of one slice, 192 x 32, and 256 floats of alignment slack (30976).
+  const std::string strict_shared = constant_of(strict_lin, "kDynamicSharedFloats");
+  const std::string tf32_shared = constant_of(lin, "kDynamicSharedFloats");
+  EXPECT_EQ(strict_shared, "30976");
+  EXPECT_EQ(tf32_shared, "27648");
+  at = strict_lin.find("constexpr int kDynamicSharedFloats = " + strict_shared + ";");
+  ASSERT_NE(at, std::string::npos);
+  strict_lin.replace(at, ("constexpr int kDynamicSharedFloats = " + strict_shared + ";").size(),
+                     "constexpr int kDynamicSharedFloats = " + tf32_shared + ";");
+  EXPECT_EQ(strict_lin, lin) << "strict and tf32 differ only in kInnerProduct and the shared memory";
+}
+
+// ---- the template variant: block, slice depth, vectors, pipeline ----
+
+constexpr const char* kVariants = R"(
+fusion big {
+  input x : f32[N, 1024]
+  param w : f32[1024, 1024]
+  output y = linear(x, w)
+}
+fusion k10 {
+  input x : f32[N, 10]
+  param w : f32[512, 10]
+  output y = linear(x, w)
+}
+fusion mm {
+  input a : f32[N, 256]
+  input b : f32[256, 512]
+  output y = matmul(a, b)
+}
+fusion conv64 {
+  input x : f32[N, 8, 34, 34]
+  param w : f32[64, 8, 3, 3]
+  output y = conv2d(x, w)
+}
+)";
+
+// Per fusion of kVariants: (kernel, expected variant, expected grid).
+struct VariantCase {
+  const char* kernel;
+  const char* variant;
+  std::array<std::optional<int64_t>, 3> grid;
+};
+
+void expect_variants(const DimBindings& dims, Precision precision, const std::vector<VariantCase>& cases) {
+  std::string what = std::string(precision == Precision::TF32 ? "tf32" : "strict") +
+                     (dims.empty() ? ", N symbolic" : ", N = " + std::to_string(dims.at("N")));
+  GeneratedCode code = generate(plans_of(kVariants, dims), precision);
+  ASSERT_EQ(code.fusions.size(), cases.size()) << what;
+  for (size_t f = 0; f < cases.size(); ++f) {
+    std::string kernel = kernel_text(code, cases[f].kernel);
+    EXPECT_EQ(variant_of(kernel), cases[f].variant) << cases[f].kernel << ", " << what;
+    const KernelLaunch& launch = launch_of(code, f, 0);
+    std::array<std::optional<int64_t>, 3> grid{launch.grid[0].value, launch.grid[1].value, launch.grid[2].value};
+    EXPECT_EQ(grid, cases[f].grid) << cases[f].kernel << ", " << what << ": grid";
+    expect_dynamic_shared_memory(code, f, cases[f].kernel);
+    if (std::string(cases[f].kernel) == "conv64_k0") {
+      EXPECT_EQ(constant_of(kernel, "kBlockN"), "64") << "64 output channels never take 128-column blocks, " << what;
+    }
+  }
+}
+
+TEST(CodegenGemm, VariantChoice) {
+  // The largest block giving >= 132 blocks (strict precision at most
+  // 128x64 unless the operands take wgmma on sm_90: here `big`), else 64x64; 128 columns only with more than 64 columns; symbolic
+  // extents take the largest. K % 4 == 0 along k on both operands: 16-byte
+  // loads, 32-deep slices and a 4-stage cp.async pipeline; matmul's B is
+  // read along n (vectors and 32-deep slices, 2 stages); K = 10 and conv2d's
+  // gather: element loads, 16-deep slices, 2 stages.
+  using P = Precision;
+  const std::optional<int64_t> none;
+  const char* big_strict = "inner 1, block 128x128, tile_k 32, stages 4, vectors true/true";
+  const char* big_tf32 = "inner 2, block 128x128, tile_k 32, stages 4, vectors true/true";
+  expect_variants({}, P::Strict,
+                  {{"big_k0", big_strict, {8, none, 1}},
+                   {"k10_k0", "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false", {8, none, 1}},
+                   {"mm_k0", "inner 1, block 128x64, tile_k 32, stages 2, vectors true/true", {8, none, 1}},
+                   {"conv64_k0", "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, none}}});
+  expect_variants({}, P::TF32,
+                  {{"big_k0", big_tf32, {8, none, 1}},
+                   {"k10_k0", "inner 2, block 128x128, tile_k 16, stages 2, vectors false/false", {4, none, 1}},
+                   {"mm_k0", "inner 2, block 128x128, tile_k 32, stages 2, vectors true/true", {4, none, 1}},
+                   {"conv64_k0", "inner 2, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, none}}});
+  // Big: 8192 rows.
+  expect_variants({{"N", 8192}}, P::Strict,
+                  {{"big_k0", big_strict, {8, 64, 1}},
+                   {"k10_k0", "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false", {8, 64, 1}},
+                   {"mm_k0", "inner 1, block 128x64, tile_k 32, stages 2, vectors true/true", {8, 64, 1}},
+                   {"conv64_k0", "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, 8192}}});
+  expect_variants({{"N", 8192}}, P::TF32,
+                  {{"big_k0", big_tf32, {8, 64, 1}},
+                   {"k10_k0", "inner 2, block 128x128, tile_k 16, stages 2, vectors false/false", {4, 64, 1}},
+                   {"mm_k0", "inner 2, block 128x128, tile_k 32, stages 2, vectors true/true", {4, 64, 1}},
+                   {"conv64_k0", "inner 2, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, 8192}}});
+  // The threshold (132 blocks). 1024 columns: 2048 rows give 16 * 8 = 128
+  // blocks of 128x128 (too few) and 256 of 128x64; 2049 rows give 17 * 8 =
+  // 136 of 128x128. 512 columns: 2048 rows give 64 of 128x128 and 128 of
+  // 128x64 (too few), so 64x64; 2049 rows give 136 of 128x64.
+  expect_variants({{"N", 2048}}, P::TF32,
+                  {{"big_k0", "inner 2, block 128x64, tile_k 32, stages 4, vectors true/true", {16, 16, 1}},
+                   {"k10_k0", "inner 2, block 64x64, tile_k 16, stages 2, vectors false/false", {8, 32, 1}},
+                   {"mm_k0", "inner 2, block 64x64, tile_k 32, stages 2, vectors true/true", {8, 32, 1}},
+                   {"conv64_k0", "inner 2, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, 2048}}});
+  expect_variants({{"N", 2049}}, P::TF32,
+                  {{"big_k0", big_tf32, {8, 17, 1}},
+                   {"k10_k0", "inner 2, block 128x64, tile_k 16, stages 2, vectors false/false", {8, 17, 1}},
+                   {"mm_k0", "inner 2, block 128x64, tile_k 32, stages 2, vectors true/true", {8, 17, 1}},
+                   {"conv64_k0", "inner 2, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, 2049}}});
+  // Small: 64 rows (16 blocks of 64x64 at most) fall back to 64x64; 64
+  // conv samples have 512 blocks of 128x64, one sample (1024 positions) 8,
+  // so 64x64.
+  expect_variants({{"N", 64}}, P::Strict,
+                  {{"big_k0", "inner 1, block 64x64, tile_k 32, stages 4, vectors true/true", {16, 1, 1}},
+                   {"k10_k0", "inner 1, block 64x64, tile_k 16, stages 2, vectors false/false", {8, 1, 1}},
+                   {"mm_k0", "inner 1, block 64x64, tile_k 32, stages 2, vectors true/true", {8, 1, 1}},
+                   {"conv64_k0", "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, 64}}});
+  expect_variants({{"N", 1}}, P::TF32,
+                  {{"big_k0", "inner 2, block 64x64, tile_k 32, stages 4, vectors true/true", {16, 1, 1}},
+                   {"k10_k0", "inner 2, block 64x64, tile_k 16, stages 2, vectors false/false", {8, 1, 1}},
+                   {"mm_k0", "inner 2, block 64x64, tile_k 32, stages 2, vectors true/true", {8, 1, 1}},
+                   {"conv64_k0", "inner 2, block 64x64, tile_k 16, stages 2, vectors false/false", {1, 16, 1}}});
+}
+
+TEST(CodegenGemm, VariantsCompile) {
+  // Every block (128x128 only with tf32), with and without the cp.async
+  // pipeline, 16- and 32-deep slices, for both inner products.
+  FUSEGEN_SKIP_WITHOUT_NVRTC();
+  for (Precision precision : {Precision::Strict, Precision::TF32})
+    for (const DimBindings& dims : {DimBindings{}, DimBindings{{"N", 64}}}) {
+      std::string what = std::string("variants_") + (precision == Precision::TF32 ? "tf32" : "strict") +
+                         (dims.empty() ? "" : "_dims");
+      expect_gemm_compiles(generate(plans_of(kVariants, dims), precision), what, dims.empty());
+    }
 }
 
 // ---- fused row norms and row reductions ----
@@ -527,12 +787,29 @@ TEST(CodegenGemm, KernelBenchSpecs) {
   std::string k0 = kernel_text(code, "gemm_groupnorm_min_biasadd_k0");
   EXPECT_TRUE(contains(k0, "constexpr int kNormGroup = 16;"));
   EXPECT_TRUE(contains(k0, "constexpr int kRowReduce = 1;"));
+  // 128 rows x 8192 columns: 128 blocks of 128x64 are too few, 256 of 64x64.
+  EXPECT_EQ(variant_of(k0), "inner 1, block 64x64, tile_k 32, stages 4, vectors true/true");
   EXPECT_EQ(launch_of(code, 0, 0).grid[0].value, 128);
   EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, 2);
+  expect_dynamic_shared_memory(code, 0, "gemm_groupnorm_min_biasadd_k0");
+  // tf32 at N = 1024: 8 * 64 = 512 blocks of 128x128.
+  code = generate(plans_of(text, {{"N", 1024}}), Precision::TF32);
+  EXPECT_EQ(variant_of(kernel_text(code, "gemm_groupnorm_min_biasadd_k0")),
+            "inner 2, block 128x128, tile_k 32, stages 4, vectors true/true");
+  EXPECT_EQ(launch_of(code, 0, 0).grid[0].value, 64);
+  EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, 8);
+  expect_dynamic_shared_memory(code, 0, "gemm_groupnorm_min_biasadd_k0");
   code = generate(plans_of(read_file(root + "85_conv2d_groupnorm_scale_maxpool_clamp.fg"), {{"N", 128}}));
-  EXPECT_TRUE(contains(kernel_text(code, "conv2d_groupnorm_scale_maxpool_clamp_k0"), "constexpr int kStatsGroup = 4;"));
-  EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, 249) << "126 * 126 positions";
+  std::string conv = kernel_text(code, "conv2d_groupnorm_scale_maxpool_clamp_k0");
+  EXPECT_TRUE(contains(conv, "constexpr int kStatsGroup = 4;"));
+  // 64 output channels: 128x64 blocks (statistics partials stay per 64-row tile).
+  EXPECT_EQ(variant_of(conv), "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false");
+  EXPECT_EQ(launch_of(code, 0, 0).grid[0].value, 1) << "64 channels";
+  EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, 125) << "126 * 126 positions in 128-row blocks";
   EXPECT_EQ(launch_of(code, 0, 0).grid[2].value, 128) << "samples";
+  EXPECT_TRUE(contains(conv, "+ row_tile) * 3;")) << "partials per 64-row tile";
+  EXPECT_TRUE(contains(conv, ") * 249LL + row_tile) * 3;")) << "ceil(126 * 126 / 64) = 249 row tiles";
+  expect_dynamic_shared_memory(code, 0, "conv2d_groupnorm_scale_maxpool_clamp_k0");
 }
 
 // ---- plans the GEMM kernel cannot fuse stay unfused ----

@@ -95,7 +95,7 @@ void expect_nvcc_clean(const GeneratedCode& code, const std::string& what) {
   fs::create_directories(dir);
   fs::path source = dir / (what + ".cu"), log = dir / (what + ".log");
   std::ofstream(source) << code.source;
-  std::string command = std::string(FUSEGEN_NVCC_PATH) + " -arch=sm_90 -Werror all-warnings -Xptxas -v -c " +
+  std::string command = std::string(FUSEGEN_NVCC_PATH) + " -arch=sm_90a -Werror all-warnings -Xptxas -v -c " +
                         source.string() + " -o " + (dir / (what + ".o")).string() + " > " + log.string() + " 2>&1";
   int status = std::system(command.c_str());
   std::ifstream in(log);

@@ -71,7 +71,7 @@ std::string nvcc_compile(const std::string& source, const std::string& name) {
   fs::create_directories(dir);
   fs::path cu = dir / (name + ".cu"), log = dir / (name + ".log");
   std::ofstream(cu) << source;
-  std::string command = std::string(FUSEGEN_NVCC_PATH) + " -arch=sm_90 -Werror all-warnings -c " + cu.string() +
+  std::string command = std::string(FUSEGEN_NVCC_PATH) + " -arch=sm_90a -Werror all-warnings -c " + cu.string() +
                         " -o " + (dir / (name + ".o")).string() + " > " + log.string() + " 2>&1";
   int status = std::system(command.c_str());
   std::string output = status == 0 ? "" : "nvcc failed:\n" + read(log);

@@ -13,7 +13,7 @@ struct NvrtcTarget {
   bool cubin = true; // false: PTX for a device newer than NVRTC knows
 };
 
-// --gpu-architecture=sm_XY (or compute_XY for PTX), -default-device,
+// --gpu-architecture=sm_XY (sm_90a for 9.0; compute_XY for PTX), -default-device,
 // --std=c++17, -DFUSEGEN_DEVICE_ONLY, and no fast-math in strict precision
 // (IEEE division and square root, denormals kept).
 std::vector<std::string> nvrtc_options(const NvrtcTarget& target, Precision precision);

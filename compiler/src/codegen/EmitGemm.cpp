@@ -12,6 +12,7 @@
 #include "ops/OpHelpers.h"
 #include "plan/PlanQueries.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstddef>
 #include <limits>
@@ -20,9 +21,15 @@ namespace fusegen::codegen {
 namespace {
 
 // Geometry of templates/gemm.cu (static_asserted there).
-constexpr int kTile = 64; // rows and columns of an output tile
+constexpr int kTile = 64; // rows and columns of an epilogue tile
 constexpr int kTileK = 16;
 constexpr int kThreads = 256;
+// Tensor-core blocks below this many per launch leave SMs idle, so a smaller
+// block is chosen (132 SMs on an H100 SXM, 108 on an A100).
+constexpr int64_t kEnoughBlocks = 132;
+constexpr int kTensorCoreTileK = 32; // four k steps per barrier
+constexpr int kTensorCoreStages = 4; // slices in flight on the cp.async path
+constexpr int kTensorCorePad = 8;    // floats after each shared-memory slice row
 constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxGridYZ = 65535; // the template loops over the rest
 
@@ -33,7 +40,10 @@ struct GemmMapping {
   std::string rows, cols, depth, batches; // device code
   SizeExpr launch_rows, launch_cols, launch_batches;
   bool a_along_k = true, b_along_k = true; // which index is contiguous in memory
-  std::vector<std::string> a_offset, b_offset, load_a, load_b; // hook bodies
+  // 16-byte loads: the contiguous extent (and every batch offset) is a
+  // multiple of 4, so vectors at indices divisible by 4 are aligned and whole.
+  bool a_vector = false, b_vector = false;
+  std::vector<std::string> a_offset, b_offset, a_address, b_address; // hook bodies
   // Statements defining the output coordinates from (batch, m, n), and their names.
   std::vector<std::string> coord_lines;
   std::vector<std::string> coords;
@@ -89,7 +99,6 @@ ValueId operand(const Node& node, const char* param) {
 
 const Shape& shape_of(const EmitContext& ctx, ValueId value) { return ctx.fusion().value(value).type.shape; }
 
-std::string ldg(const std::string& pointer) { return "__ldg(" + pointer + ")"; }
 
 // Inserts `(void)name;` after the first `defined` lines of `body` for each of
 // `names` the rest of the body does not use (decoded coordinates).
@@ -106,6 +115,8 @@ std::vector<std::string> void_unused(std::vector<std::string> body, size_t defin
 
 // ---- contraction mappings ----
 
+bool multiple_of_4(const Dim& d) { return d.is_constant() && d.value() % 4 == 0; }
+
 // linear: x [..., K] (leading dims flattened into m), weight [N, K], bias [N].
 GemmMapping map_linear(const EmitContext& ctx, const Node& node) {
   const Shape& x = shape_of(ctx, operand(node, "input"));
@@ -121,9 +132,10 @@ GemmMapping map_linear(const EmitContext& ctx, const Node& node) {
   g.launch_cols = ctx.size(w, 0, 1);
   g.launch_batches = ctx.constant(1);
   g.a_along_k = g.b_along_k = true;
+  g.a_vector = g.b_vector = multiple_of_4(w[1]);
   g.a_offset = g.b_offset = {"return 0;"};
-  g.load_a = {"return " + ldg(ctx.value_buffer(operand(node, "input")) + " + m * " + g.depth + " + k") + ";"};
-  g.load_b = {"return " + ldg(ctx.value_buffer(operand(node, "weight")) + " + n * " + g.depth + " + k") + ";"};
+  g.a_address = {"return " + (ctx.value_buffer(operand(node, "input")) + " + m * " + g.depth + " + k") + ";"};
+  g.b_address = {"return " + (ctx.value_buffer(operand(node, "weight")) + " + n * " + g.depth + " + k") + ";"};
   if (out.size() == 1) {
     g.coords = {"n"};
   } else if (out.size() == 2) {
@@ -162,6 +174,8 @@ GemmMapping map_matmul(const EmitContext& ctx, const Node& node) {
   g.launch_batches = ctx.size(batch, 0, batch.size());
   g.a_along_k = true;
   g.b_along_k = !b_matrix;
+  g.a_vector = multiple_of_4(a.back());
+  g.b_vector = multiple_of_4(b.back());
 
   std::vector<std::string> batch_lines, batch_coords;
   decode_index(ctx, batch, "batch", "b", batch_lines);
@@ -177,9 +191,9 @@ GemmMapping map_matmul(const EmitContext& ctx, const Node& node) {
   g.a_offset = batch_offset(a_batch, "(" + g.rows + " * " + g.depth + ")");
   g.b_offset = batch_offset(b_batch, "(" + g.depth + " * " + g.cols + ")");
   std::string a_row = a_matrix ? "m * " + g.depth + " + " : "";
-  g.load_a = {"return " + ldg(ctx.value_buffer(a_id) + " + a_base + " + a_row + "k") + ";"};
+  g.a_address = {"return " + (ctx.value_buffer(a_id) + " + a_base + " + a_row + "k") + ";"};
   std::string b_index = b_matrix ? "k * " + g.cols + " + n" : "k";
-  g.load_b = {"return " + ldg(ctx.value_buffer(b_id) + " + b_base + " + b_index) + ";"};
+  g.b_address = {"return " + (ctx.value_buffer(b_id) + " + b_base + " + b_index) + ";"};
 
   g.coord_lines = batch_lines;
   g.coords = batch_coords;
@@ -251,7 +265,7 @@ Result<GemmMapping> map_conv(const EmitContext& ctx, const Node& node) {
   else
     g.a_offset = {"return (batch / " + n_text + ") * " + sample_plane + " + (batch % " + n_text + ") * " +
                   num(group_channels * plane) + "LL;"};
-  std::vector<std::string>& load = g.load_a;
+  std::vector<std::string>& load = g.a_address;
   load.push_back("const int p = static_cast<int>(m);");
   load.push_back("const int oh = p / " + num(out_width) + ", ow = p % " + num(out_width) + ";");
   load.push_back("const int kq = static_cast<int>(k);");
@@ -276,17 +290,17 @@ Result<GemmMapping> map_conv(const EmitContext& ctx, const Node& node) {
   if (pad_w != 0)
     outside += std::string(outside.empty() ? "" : " || ") + "iw < 0 || iw >= " + num(width);
   if (!outside.empty())
-    load.push_back("if (" + outside + ") return 0.0f; // zero padding");
+    load.push_back("if (" + outside + ") return nullptr; // zero padding");
   std::string channel_offset = group_channels * plane > kIntMax ? "static_cast<long long>(c) * " + num(plane) + "LL"
                                                                 : "c * " + num(plane);
-  load.push_back("return " + ldg(ctx.value_buffer(x_id) + " + a_base + " + channel_offset + " + ih * " + num(width) +
+  load.push_back("return " + (ctx.value_buffer(x_id) + " + a_base + " + channel_offset + " + ih * " + num(width) +
                                  " + iw") + ";");
 
   if (groups == 1)
     g.b_offset = {"return 0;"};
   else
     g.b_offset = {"return (batch % " + n_text + ") * " + num(group_outputs * depth) + "LL;"};
-  g.load_b = {"return " + ldg(ctx.value_buffer(w_id) + " + b_base + n * " + g.depth + " + k") + ";"};
+  g.b_address = {"return " + (ctx.value_buffer(w_id) + " + b_base + n * " + g.depth + " + k") + ";"};
 
   std::string sample = groups == 1 ? "batch" : "batch / " + n_text;
   std::string channel = groups == 1 ? "n" : "(batch % " + n_text + ") * " + num(group_outputs) + "LL + n";
@@ -500,6 +514,73 @@ std::vector<std::string> reduce_slot_body(const EmitContext& ctx, const Stages& 
 
 std::vector<std::string> returns(const std::string& expr) { return {"return " + expr + ";"}; }
 
+// The template's inner product (0 SIMT fp32, 1 3xTF32, 2 TF32), block,
+// slice depth and load path.
+struct GemmVariant {
+  int inner_product = 0;
+  int block_m = kTile, block_n = kTile;
+  int tile_k = kTileK;
+  bool async = false; // cp.async pipeline: both operands vectors along k
+  int stages = 2;
+  // Dynamic shared memory (tensor cores): the slices in flight, or the
+  // epilogue tile and its scratch if larger (templates/gemm.cu asserts it is
+  // enough).
+  int64_t shared_floats() const {
+    if (inner_product == 0)
+      return 0;
+    const int64_t epilogue = kTile * (kTile + 1) + (kThreads / kTile) * kTile + kTile;
+    if (async) {
+      // mma.sync: rows padded by 4 floats. wgmma (sm_90a, 128-row blocks):
+      // unpadded rows, 3xTF32's small parts of one slice, 1 KB for alignment.
+      // The same source serves both, so it gets the larger.
+      const int64_t rows = block_m + block_n;
+      const int64_t mma_sync = stages * rows * (tile_k + 4);
+      const int64_t wgmma = stages * rows * tile_k + (inner_product == 1 ? rows * tile_k : 0) + 256;
+      return std::max({mma_sync, block_m == 128 ? wgmma : 0, epilogue});
+    }
+    const int64_t slice = tile_k * ((block_m + kTensorCorePad) + (block_n + kTensorCorePad));
+    return std::max(2 * slice, epilogue);
+  }
+};
+
+// Tensor cores for every precision: strict precision through the 3xTF32
+// split keeps fp32 accuracy. The largest block that still gives every SM a
+// block: bigger blocks re-read A and B fewer times (128x128 halves the
+// traffic of 64x64), but a launch of a few big blocks leaves SMs idle.
+// Unknown extents (symbolic dims) take the largest block.
+GemmVariant choose_variant(const EmitContext& ctx, const GemmMapping& g) {
+  GemmVariant v;
+  v.inner_product = ctx.precision() == Precision::TF32 ? 2 : 1;
+  // Deeper slices when loads are 16-byte vectors; element-wise operand loads
+  // (conv2d's gather) need the staging registers for their addresses.
+  v.tile_k = g.a_vector && g.b_vector ? kTensorCoreTileK : kTileK;
+  v.async = g.a_vector && g.b_vector && g.a_along_k && g.b_along_k;
+  v.stages = v.async ? kTensorCoreStages : 2;
+  // With mma.sync, strict precision's separate per-slice sums do not fit in
+  // registers beside a 128x128 block's accumulators (ptxas spills), so it
+  // starts at 128x64. On sm_90 linear-like operands take wgmma (no fragment
+  // registers), where 128x128 fits.
+  const bool wgmma = ctx.options().arch >= 90 && g.a_vector && g.b_vector && g.a_along_k && g.b_along_k;
+  const std::pair<int, int> candidates[] = {{128, 128}, {128, 64}, {64, 64}};
+  for (const auto& [bm, bn] : candidates) {
+    if (v.inner_product == 1 && !wgmma && bm * bn > 128 * 64)
+      continue;
+    if (bn > kTile && g.launch_cols.value && *g.launch_cols.value <= kTile)
+      continue; // half the block would be past the last column
+    if (bm > kTile && g.launch_rows.value && *g.launch_rows.value <= kTile)
+      continue; // likewise past the last row
+    v.block_m = bm;
+    v.block_n = bn;
+    if (!g.launch_rows.value || !g.launch_cols.value || !g.launch_batches.value)
+      break;
+    int64_t blocks = ((*g.launch_rows.value + bm - 1) / bm) * ((*g.launch_cols.value + bn - 1) / bn) *
+                     std::max<int64_t>(*g.launch_batches.value, 1);
+    if (blocks >= kEnoughBlocks)
+      break;
+  }
+  return v;
+}
+
 } // namespace
 
 Result<KernelSource> emit_gemm(const EmitContext& ctx) {
@@ -543,10 +624,16 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   auto& hooks = source.hooks;
   hooks["tile_m"] = constant_hook("kTileM", kTile);
   hooks["tile_n"] = constant_hook("kTileN", kTile);
-  hooks["tile_k"] = constant_hook("kTileK", kTileK);
+  const GemmVariant variant = choose_variant(ctx, g);
+  hooks["block_m"] = constant_hook("kBlockM", variant.block_m);
+  hooks["block_n"] = constant_hook("kBlockN", variant.block_n);
+  hooks["tile_k"] = constant_hook("kTileK", variant.tile_k);
   hooks["threads"] = constant_hook("kThreads", kThreads);
-  // 0: SIMT fp32 FMA, for strict and (for now) tf32 precision alike.
-  hooks["inner_product"] = constant_hook("kInnerProduct", 0);
+  hooks["inner_product"] = constant_hook("kInnerProduct", variant.inner_product);
+  hooks["stages"] = constant_hook("kStages", variant.stages);
+  hooks["a_vector"] = bool_hook("kAVector", g.a_vector);
+  hooks["b_vector"] = bool_hook("kBVector", g.b_vector);
+  hooks["shared_floats"] = constant_hook("kDynamicSharedFloats", static_cast<int>(variant.shared_floats()));
   hooks["a_along_k"] = bool_hook("kLoadAAlongK", g.a_along_k);
   hooks["b_along_k"] = bool_hook("kLoadBAlongK", g.b_along_k);
   hooks["norm_group"] = constant_hook("kNormGroup", s.norm_group);
@@ -559,8 +646,8 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["batches"] = hook("long long", "gemm_batches", args, returns(g.batches));
   hooks["a_offset"] = hook("long long", "a_offset", batch_args, g.a_offset);
   hooks["b_offset"] = hook("long long", "b_offset", batch_args, g.b_offset);
-  hooks["load_a"] = hook("float", "load_a", element("a_base", "m", "k"), g.load_a);
-  hooks["load_b"] = hook("float", "load_b", element("b_base", "k", "n"), g.load_b);
+  hooks["a_address"] = hook("const float*", "a_address", element("a_base", "m", "k"), g.a_address);
+  hooks["b_address"] = hook("const float*", "b_address", element("b_base", "k", "n"), g.b_address);
   hooks["epilogue"] = hook("float", "epilogue", epilogue_params, epilogue_body(ctx, g, s));
   hooks["norm_apply"] = hook("float", "norm_apply", norm_params, norm_apply_body(ctx, s));
   hooks["stats_slot"] = hook("float*", "stats_slot", element("batch", "row_tile", "n"), stats_slot_body(ctx, g, s));
@@ -569,11 +656,11 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["reduce_slot"] = hook("float*", "reduce_slot", row_params, reduce_slot_body(ctx, s));
   hooks["entry"] = entry_hook(ctx, "kThreads, kMinBlocksPerSM", "gemm_main(args);");
 
-  source.launch.grid = {grid_stride_blocks(ctx, g.launch_cols, kTile, kMaxGridX),
-                        grid_stride_blocks(ctx, g.launch_rows, kTile, kMaxGridYZ),
+  source.launch.grid = {grid_stride_blocks(ctx, g.launch_cols, variant.block_n, kMaxGridX),
+                        grid_stride_blocks(ctx, g.launch_rows, variant.block_m, kMaxGridYZ),
                         grid_stride_blocks(ctx, g.launch_batches, 1, kMaxGridYZ)};
   source.launch.block = kThreads;
-  source.launch.shared_bytes = 0; // static shared memory only (about 18 KB)
+  source.launch.shared_bytes = variant.shared_floats() * 4; // SIMT: static shared memory only
   if (s.reduce) {
     float start = s.row_reduce == RowReduce::Min ? std::numeric_limits<float>::infinity()
                                                  : -std::numeric_limits<float>::infinity();
