@@ -302,9 +302,9 @@ static_assert(kWarpsM * kWarpM == kBlockM && kWarpsN * kWarpN == kBlockN && kFra
 // 16-byte chunk c of row r sits at chunk c ^ (r % 8) of that row.
 constexpr int kRowStride = kWgmma ? kTileK : kTileK + 4;
 constexpr int kAsyncSliceFloats = (kBlockM + kBlockN) * kRowStride;
-// wgmma with 3xTF32: the current slice's small parts (same layout), and 1 KB
-// of slack to align the slices to the swizzle's 1024 bytes.
-constexpr int kSmallFloats = kWgmma && kInnerProduct == 1 ? kAsyncSliceFloats : 0;
+// wgmma with 3xTF32: two slices' small parts (same layout), and 1 KB of
+// slack to align the slices to the swizzle's 1024 bytes.
+constexpr int kSmallFloats = kWgmma && kInnerProduct == 1 ? 2 * kAsyncSliceFloats : 0;
 constexpr int kAlignFloats = kWgmma ? 256 : 0;
 constexpr int kAsyncFloats = kStages * kAsyncSliceFloats + kSmallFloats + kAlignFloats > kEpilogueFloats
                                  ? kStages * kAsyncSliceFloats + kSmallFloats + kAlignFloats
@@ -648,10 +648,18 @@ __device__ __forceinline__ void gemm_wgmma_fence() {
 #endif
 }
 
-__device__ __forceinline__ void gemm_wgmma_commit_and_wait() {
+__device__ __forceinline__ void gemm_wgmma_commit() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#endif
+}
+
+// Waits until at most kPending committed groups of this warpgroup's products
+// are still running.
+template <int kPending>
+__device__ __forceinline__ void gemm_wgmma_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(kPending) : "memory");
 #endif
 }
 
@@ -761,50 +769,106 @@ __device__ __forceinline__ void split_slice(float* slice, float* small) {
   }
 }
 
-// The products of one slice with wgmma: this thread's warpgroup computes
-// rows 64 * (warp / 4) and up over the block's width. 3xTF32 splits the slice
-// first (every thread a share), then sums small*big + big*small + big*big
-// over the slice into separate sums (the first instruction overwrites them)
-// and adds those to acc with rounded fp32 adds, as multiply_into() does. TF32
-// feeds the fp32 values as they are (the tensor cores read their tf32 bits).
-__device__ __forceinline__ void multiply_into_wgmma(float* slice, float* small, float (&acc)[kFragsM][kFragsN][4]) {
+// One slice's products with wgmma for this thread's warpgroup (rows
+// 64 * (warp / 4) and up, over the block's width), committed as one group.
+// 3xTF32 (small parts given): small*big + big*small + big*big into `sums`,
+// the first product overwriting them; TF32: big*big added to `sums`.
+__device__ __forceinline__ void issue_slice_wgmma(const float* slice, const float* small, float (&sums)[kFragsN][4],
+                                                  bool overwrite) {
   const int group = threadIdx.x / 128;
-  const float* a = slice + group * 64 * kRowStride;
-  const float* b = slice + kBlockM * kRowStride;
-  if constexpr (kInnerProduct == 1) {
-    split_slice(slice, small);
-    gemm_fence_async_proxy();
-    __syncthreads();
-    const float* a_small = small + group * 64 * kRowStride;
-    const float* b_small = small + kBlockM * kRowStride;
-    float part[kFragsN][4] = {}; // overwritten by the first product; zeroed for the compiler
-    gemm_wgmma_fence();
+  const unsigned long long a = gemm_descriptor(slice + group * 64 * kRowStride);
+  const unsigned long long b = gemm_descriptor(slice + kBlockM * kRowStride);
 #pragma unroll
-    for (int k8 = 0; k8 < kTileK / 8; ++k8) {
-      // k steps advance 32 bytes within the 128-byte rows: 2 in the
-      // descriptor's 16-byte address units.
-      const unsigned long long step = 2ull * k8;
-      gemm_wgmma(part, gemm_descriptor(a_small) + step, gemm_descriptor(b) + step, k8 > 0);
-      gemm_wgmma(part, gemm_descriptor(a) + step, gemm_descriptor(b_small) + step, 1);
-      gemm_wgmma(part, gemm_descriptor(a) + step, gemm_descriptor(b) + step, 1);
+  for (int k8 = 0; k8 < kTileK / 8; ++k8) {
+    // k steps advance 32 bytes within the 128-byte rows: 2 in the
+    // descriptor's 16-byte address units.
+    const unsigned long long step = 2ull * k8;
+    if (small) {
+      const unsigned long long a_small = gemm_descriptor(small + group * 64 * kRowStride);
+      const unsigned long long b_small = gemm_descriptor(small + kBlockM * kRowStride);
+      gemm_wgmma(sums, a_small + step, b + step, !(overwrite && k8 == 0));
+      gemm_wgmma(sums, a + step, b_small + step, 1);
     }
-    gemm_wgmma_commit_and_wait();
-#pragma unroll
-    for (int j = 0; j < kFragsN; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-        acc[0][j][r] += part[j][r];
-    __syncthreads(); // the next split may overwrite `small`
-  } else {
-    (void)small;
-    gemm_wgmma_fence();
-#pragma unroll
-    for (int k8 = 0; k8 < kTileK / 8; ++k8) {
-      const unsigned long long step = 2ull * k8;
-      gemm_wgmma(acc[0], gemm_descriptor(a) + step, gemm_descriptor(b) + step, 1);
-    }
-    gemm_wgmma_commit_and_wait();
+    gemm_wgmma(sums, a + step, b + step, small || !overwrite || k8 > 0);
   }
+  gemm_wgmma_commit();
+}
+
+// The block's products with wgmma.
+//   TF32: copies run kStages - 2 slices ahead and one group of products stays
+//   in flight (wait_group 1), so a stage is refilled only after the products
+//   that read it, two slices back, finished in both warpgroups. The tensor
+//   cores take the fp32 bits as they are (they read the tf32 part).
+//   3xTF32: copies run kStages - 1 ahead. Each landed slice is split once
+//   (every thread a share: big parts in place, small parts into one of two
+//   buffers), and the split of slice s + 1 runs while slice s's products are
+//   on the tensor cores. The products of a slice go into separate sums that
+//   are added to acc with rounded fp32 adds, as multiply_into() does.
+__device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, float* smem, const GemmExtents& e,
+                                                       long long batch, long long m0, long long n0,
+                                                       float (&acc)[kFragsM][kFragsN][4]) {
+  constexpr int kAhead = kInnerProduct == 1 ? kStages - 1 : kStages - 2;
+  static_assert(!kWgmma || kAhead >= 2, "the wgmma pipeline needs more stages");
+  const long long a_base = a_offset(args, batch), b_base = b_offset(args, batch);
+  const long long slices = (e.depth + kTileK - 1) / kTileK;
+  float* small = smem + kStages * kAsyncSliceFloats; // 3xTF32: two buffers
+#pragma unroll
+  for (int stage = 0; stage < kAhead; ++stage) {
+    if (stage < slices)
+      copy_slice_async(args, e, a_base, b_base, m0, n0, stage * kTileK, smem + stage * kAsyncSliceFloats);
+    gemm_copy_commit(); // empty groups keep the count uniform
+  }
+  if constexpr (kInnerProduct == 1) {
+    if (slices > 0) {
+      gemm_copy_wait<kAhead - 1>();
+      __syncthreads(); // slice 0 has landed
+      split_slice(smem, small);
+      gemm_fence_async_proxy(); // the tensor cores read what the split wrote
+      __syncthreads();
+    }
+#pragma unroll 1
+    for (long long s = 0; s < slices; ++s) {
+      // Slice s - 1's stage: its products finished and everyone passed the
+      // barrier that ended the last iteration.
+      const long long next = s + kAhead;
+      if (next < slices)
+        copy_slice_async(args, e, a_base, b_base, m0, n0, next * kTileK, smem + (next % kStages) * kAsyncSliceFloats);
+      gemm_copy_commit();
+      float sums[kFragsN][4] = {}; // overwritten by the first product; zeroed for the compiler
+      gemm_wgmma_fence();
+      issue_slice_wgmma(smem + (s % kStages) * kAsyncSliceFloats, small + (s & 1) * kAsyncSliceFloats, sums, true);
+      if (s + 1 < slices) {
+        gemm_copy_wait<kAhead - 1>();
+        __syncthreads(); // slice s + 1 has landed
+        split_slice(smem + ((s + 1) % kStages) * kAsyncSliceFloats, small + ((s + 1) & 1) * kAsyncSliceFloats);
+      }
+      gemm_wgmma_wait<0>();
+#pragma unroll
+      for (int j = 0; j < kFragsN; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          acc[0][j][r] += sums[j][r];
+      gemm_fence_async_proxy();
+      __syncthreads(); // the split is visible; slice s's buffers are free
+    }
+  } else {
+    gemm_wgmma_fence(); // acc was zeroed by ordinary instructions
+#pragma unroll 1
+    for (long long s = 0; s < slices; ++s) {
+      gemm_copy_wait<kAhead - 1>();
+      gemm_fence_async_proxy(); // the tensor cores read what cp.async wrote
+      __syncthreads();          // slice s has landed; slice s - 2's products finished
+      const long long next = s + kAhead;
+      if (next < slices)
+        copy_slice_async(args, e, a_base, b_base, m0, n0, next * kTileK, smem + (next % kStages) * kAsyncSliceFloats);
+      gemm_copy_commit();
+      issue_slice_wgmma(smem + (s % kStages) * kAsyncSliceFloats, nullptr, acc[0], false);
+      gemm_wgmma_wait<1>();
+    }
+    gemm_wgmma_wait<0>();
+  }
+  gemm_copy_wait<0>();
+  __syncthreads(); // shared memory is free for the epilogue
 }
 
 // The block's products on the cp.async path: kStages - 1 slices in flight
@@ -824,20 +888,12 @@ __device__ __forceinline__ void accumulate_block_async(const FusegenArgs& args, 
 #pragma unroll 1
   for (long long s = 0; s < slices; ++s) {
     gemm_copy_wait<kStages - 2>();
-    if constexpr (kWgmma)
-      gemm_fence_async_proxy(); // the tensor cores read what cp.async wrote
     __syncthreads(); // slice s is visible to all; slice s - 1's buffer is free
     const long long next = s + kStages - 1;
     if (next < slices)
       copy_slice_async(args, e, a_base, b_base, m0, n0, next * kTileK, smem + (next % kStages) * kAsyncSliceFloats);
     gemm_copy_commit();
-    if constexpr (kWgmma) {
-      (void)warp_m;
-      (void)warp_n;
-      multiply_into_wgmma(smem + (s % kStages) * kAsyncSliceFloats, smem + kStages * kAsyncSliceFloats, acc);
-    } else {
-      multiply_into(smem + (s % kStages) * kAsyncSliceFloats, warp_m, warp_n, acc);
-    }
+    multiply_into(smem + (s % kStages) * kAsyncSliceFloats, warp_m, warp_n, acc);
   }
   gemm_copy_wait<0>();
   __syncthreads(); // shared memory is free for the epilogue
@@ -1101,7 +1157,9 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
         finish_tile(args, smem, e, batch, row_block, m0, n0, acc);
       } else {
         float acc[kFragsM][kFragsN][4] = {};
-        if constexpr (kAsync)
+        if constexpr (kWgmma)
+          accumulate_block_wgmma(args, smem, e, batch, m0, n0, acc);
+        else if constexpr (kAsync)
           accumulate_block_async(args, smem, e, batch, m0, n0, acc);
         else
           accumulate_block_tc(args, smem, e, batch, m0, n0, acc);

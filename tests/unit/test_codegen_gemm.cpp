@@ -472,23 +472,28 @@ TEST(CodegenGemm, DeterministicAndStrictAndTf32UseDifferentInnerProducts) {
   // 48 columns: a 128-column block would be half empty, so tf32 takes
   // 128x64 too, with the same hooks otherwise.
   std::string lin = kernel_text(tf32, "lin_nobias_k0");
-  EXPECT_EQ(variant_of(lin), "inner 2, block 128x64, tile_k 32, stages 4, vectors true/true");
+  EXPECT_EQ(variant_of(lin), "inner 2, block 128x64, tile_k 32, stages 5, vectors true/true");
   std::string strict_lin = kernel_text(strict, "lin_nobias_k0");
   size_t at = strict_lin.find("constexpr int kInnerProduct = 1;");
   ASSERT_NE(at, std::string::npos);
   strict_lin.replace(at, std::string("constexpr int kInnerProduct = 1;").size(), "constexpr int kInnerProduct = 2;");
-  // Shared memory: the larger of mma.sync's 4 stages of 192 rows x 36 floats
-  // (27648) and wgmma's 4 stages of 192 x 32, plus (strict) the small parts
-  // of one slice, 192 x 32, and 256 floats of alignment slack (30976).
+  // Shared memory, the larger of the mma.sync and wgmma layouts. Strict: 4
+  // stages of 192 rows x 36 floats (27648) or 4 of 192 x 32 plus the small
+  // parts of two slices and 256 floats of alignment slack (37120). tf32: 5
+  // stages (wgmma keeps one group of products in flight) of 192 x 36 (34560)
+  // or 192 x 32 plus the slack (30976).
   const std::string strict_shared = constant_of(strict_lin, "kDynamicSharedFloats");
   const std::string tf32_shared = constant_of(lin, "kDynamicSharedFloats");
-  EXPECT_EQ(strict_shared, "30976");
-  EXPECT_EQ(tf32_shared, "27648");
+  EXPECT_EQ(strict_shared, "37120");
+  EXPECT_EQ(tf32_shared, "34560");
+  at = strict_lin.find("constexpr int kStages = 4;");
+  ASSERT_NE(at, std::string::npos);
+  strict_lin.replace(at, std::string("constexpr int kStages = 4;").size(), "constexpr int kStages = 5;");
   at = strict_lin.find("constexpr int kDynamicSharedFloats = " + strict_shared + ";");
   ASSERT_NE(at, std::string::npos);
   strict_lin.replace(at, ("constexpr int kDynamicSharedFloats = " + strict_shared + ";").size(),
                      "constexpr int kDynamicSharedFloats = " + tf32_shared + ";");
-  EXPECT_EQ(strict_lin, lin) << "strict and tf32 differ only in kInnerProduct and the shared memory";
+  EXPECT_EQ(strict_lin, lin) << "strict and tf32 differ only in kInnerProduct, kStages and the shared memory";
 }
 
 // ---- the template variant: block, slice depth, vectors, pipeline ----
@@ -551,7 +556,7 @@ TEST(CodegenGemm, VariantChoice) {
   using P = Precision;
   const std::optional<int64_t> none;
   const char* big_strict = "inner 1, block 128x128, tile_k 32, stages 4, vectors true/true";
-  const char* big_tf32 = "inner 2, block 128x128, tile_k 32, stages 4, vectors true/true";
+  const char* big_tf32 = "inner 2, block 128x128, tile_k 32, stages 5, vectors true/true";
   expect_variants({}, P::Strict,
                   {{"big_k0", big_strict, {8, none, 1}},
                    {"k10_k0", "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false", {8, none, 1}},
@@ -578,7 +583,7 @@ TEST(CodegenGemm, VariantChoice) {
   // 136 of 128x128. 512 columns: 2048 rows give 64 of 128x128 and 128 of
   // 128x64 (too few), so 64x64; 2049 rows give 136 of 128x64.
   expect_variants({{"N", 2048}}, P::TF32,
-                  {{"big_k0", "inner 2, block 128x64, tile_k 32, stages 4, vectors true/true", {16, 16, 1}},
+                  {{"big_k0", "inner 2, block 128x64, tile_k 32, stages 5, vectors true/true", {16, 16, 1}},
                    {"k10_k0", "inner 2, block 64x64, tile_k 16, stages 2, vectors false/false", {8, 32, 1}},
                    {"mm_k0", "inner 2, block 64x64, tile_k 32, stages 2, vectors true/true", {8, 32, 1}},
                    {"conv64_k0", "inner 2, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, 2048}}});
@@ -596,7 +601,7 @@ TEST(CodegenGemm, VariantChoice) {
                    {"mm_k0", "inner 1, block 64x64, tile_k 32, stages 2, vectors true/true", {8, 1, 1}},
                    {"conv64_k0", "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, 64}}});
   expect_variants({{"N", 1}}, P::TF32,
-                  {{"big_k0", "inner 2, block 64x64, tile_k 32, stages 4, vectors true/true", {16, 1, 1}},
+                  {{"big_k0", "inner 2, block 64x64, tile_k 32, stages 5, vectors true/true", {16, 1, 1}},
                    {"k10_k0", "inner 2, block 64x64, tile_k 16, stages 2, vectors false/false", {8, 1, 1}},
                    {"mm_k0", "inner 2, block 64x64, tile_k 32, stages 2, vectors true/true", {8, 1, 1}},
                    {"conv64_k0", "inner 2, block 64x64, tile_k 16, stages 2, vectors false/false", {1, 16, 1}}});
@@ -795,7 +800,7 @@ TEST(CodegenGemm, KernelBenchSpecs) {
   // tf32 at N = 1024: 8 * 64 = 512 blocks of 128x128.
   code = generate(plans_of(text, {{"N", 1024}}), Precision::TF32);
   EXPECT_EQ(variant_of(kernel_text(code, "gemm_groupnorm_min_biasadd_k0")),
-            "inner 2, block 128x128, tile_k 32, stages 4, vectors true/true");
+            "inner 2, block 128x128, tile_k 32, stages 5, vectors true/true");
   EXPECT_EQ(launch_of(code, 0, 0).grid[0].value, 64);
   EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, 8);
   expect_dynamic_shared_memory(code, 0, "gemm_groupnorm_min_biasadd_k0");

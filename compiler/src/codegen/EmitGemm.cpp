@@ -531,11 +531,11 @@ struct GemmVariant {
     const int64_t epilogue = kTile * (kTile + 1) + (kThreads / kTile) * kTile + kTile;
     if (async) {
       // mma.sync: rows padded by 4 floats. wgmma (sm_90a, 128-row blocks):
-      // unpadded rows, 3xTF32's small parts of one slice, 1 KB for alignment.
+      // unpadded rows, 3xTF32's small parts of two slices, 1 KB for alignment.
       // The same source serves both, so it gets the larger.
       const int64_t rows = block_m + block_n;
       const int64_t mma_sync = stages * rows * (tile_k + 4);
-      const int64_t wgmma = stages * rows * tile_k + (inner_product == 1 ? rows * tile_k : 0) + 256;
+      const int64_t wgmma = stages * rows * tile_k + (inner_product == 1 ? 2 * rows * tile_k : 0) + 256;
       return std::max({mma_sync, block_m == 128 ? wgmma : 0, epilogue});
     }
     const int64_t slice = tile_k * ((block_m + kTensorCorePad) + (block_n + kTensorCorePad));
@@ -555,7 +555,9 @@ GemmVariant choose_variant(const EmitContext& ctx, const GemmMapping& g) {
   // (conv2d's gather) need the staging registers for their addresses.
   v.tile_k = g.a_vector && g.b_vector ? kTensorCoreTileK : kTileK;
   v.async = g.a_vector && g.b_vector && g.a_along_k && g.b_along_k;
-  v.stages = v.async ? kTensorCoreStages : 2;
+  // wgmma keeps one group of TF32 products in flight, so its ring has one
+  // stage more for the same copies in flight (templates/gemm.cu).
+  v.stages = !v.async ? 2 : v.inner_product == 2 ? kTensorCoreStages + 1 : kTensorCoreStages;
   // With mma.sync, strict precision's separate per-slice sums do not fit in
   // registers beside a 128x128 block's accumulators (ptxas spills), so it
   // starts at 128x64. On sm_90 linear-like operands take wgmma (no fragment
