@@ -13,13 +13,18 @@
 #      KernelBench's batch sizes, with the same weights and inputs, strict
 #      precision, allclose(atol=1e-4, rtol=1e-4), running stats included;
 #   5. checks that a warmed disk cache makes a fresh process compile nothing;
+#   6. runs part of fusegen_runtime_gpu_tests (the small-shape specs at edge
+#      batch sizes, and the 16-thread test) under compute-sanitizer memcheck
+#      (with leak checking), racecheck and synccheck;
 # and writes a short report to bench/results/gpu-check-<gpu>.md.
 #
 # usage: scripts/gpu-check.sh
 # Environment: FUSEGEN_JOBS (build jobs, 16), FUSEGEN_GPU_BUILD_DIR
 # (./build-gpu), FUSEGEN_CHECK_N_V01 (batch for the v0.1 shapes, 32: their
 # CPU reference is slow at the KernelBench sizes), FUSEGEN_CHECK_N_SMALL (128),
-# PYTHON (python3, for the PyTorch step).
+# PYTHON (python3, for the PyTorch step), FUSEGEN_CHECK_SANITIZER (1; 0 skips
+# step 6 for a quick run), FUSEGEN_SANITIZER_TIMEOUT (seconds per sanitizer
+# tool, 300: a tool that hangs or crawls fails instead of using up the machine).
 # Exits 0 when everything passed, 1 otherwise.
 set -uo pipefail
 
@@ -28,6 +33,8 @@ build=${FUSEGEN_GPU_BUILD_DIR:-$root/build-gpu}
 jobs=${FUSEGEN_JOBS:-16}
 n_v01=${FUSEGEN_CHECK_N_V01:-32}
 n_small=${FUSEGEN_CHECK_N_SMALL:-128}
+check_sanitizer=${FUSEGEN_CHECK_SANITIZER:-1}
+sanitizer_timeout=${FUSEGEN_SANITIZER_TIMEOUT:-300}
 
 echo "== build ($build, -j$jobs)"
 # FUSEGEN_CMAKE_ARGS: extra configure arguments, e.g. on a GPU machine without
@@ -169,6 +176,108 @@ fi
 [[ $warm_result == pass ]] || overall=FAIL
 echo "warmed cache: $warm_result"
 
+echo "== compute-sanitizer"
+# One row per tool: tool | options | filter | tests | wall time | summary | result
+sanitizer_table=$work/sanitizer-table.md
+sanitizer_errors=$work/sanitizer-errors.md
+: >"$sanitizer_table"
+: >"$sanitizer_errors"
+# The sanitizers slow kernels down 10-100x (racecheck more on shared-memory
+# heavy GEMM tiles), so they run only the tests that matter for them: every
+# small-shape spec at the edge batch sizes (1 (5 for batch norm), 3, 127,
+# 1025: partial tiles and bounds checks), both precisions, and the 16-thread
+# test (many streams, concurrent first calls). Left out: the KernelBench
+# batches (128, 33) and the v0.1 shapes, whose tiles the plain run above
+# covers. racecheck also leaves out N=1025, its slowest, whose kinds of tile
+# (full ones and a partial last one) N=127 already has.
+edge_filter='KernelBench/GpuSpecs.*/small_*:GpuThreads.*-*_N128_*:*_N33_*'
+race_filter="$edge_filter:*_N1025_*"
+sanitizer=
+if [[ $check_sanitizer == 0 ]]; then
+  sanitizer_status="skipped (FUSEGEN_CHECK_SANITIZER=0)"
+else
+  # Not always on PATH; $CUDA_HOME before /usr/local/cuda, as the toolkit
+  # that was asked for.
+  for candidate in "$(command -v compute-sanitizer 2>/dev/null)" "${CUDA_HOME:+$CUDA_HOME/bin/compute-sanitizer}" \
+    /usr/local/cuda/bin/compute-sanitizer; do
+    [[ -n $candidate && -x $candidate ]] && { sanitizer=$candidate; break; }
+  done
+  if [[ -n $sanitizer ]]; then
+    sanitizer_status="$sanitizer, $("$sanitizer" --version 2>/dev/null | grep -m1 -i 'version' | sed 's/^ *//')"
+  else
+    sanitizer_status="FAIL: compute-sanitizer not found (PATH, \$CUDA_HOME/bin, /usr/local/cuda/bin)"
+    overall=FAIL
+    echo "| - | - | - | - | - | - | $sanitizer_status |" >>"$sanitizer_table"
+  fi
+fi
+echo "compute-sanitizer: $sanitizer_status"
+if [[ -n $sanitizer ]]; then
+  # Lines of tool|options|filter. --error-exitcode 1 makes any report fail the
+  # run; without reports compute-sanitizer exits with the tests' own status.
+  # racecheck: --racecheck-detect-level warn (its default, spelled out) shows
+  # warnings as well as errors, and both fail the step: its warnings are
+  # hazards that assume warp-synchronous execution, which sm_70 and later do
+  # not guarantee. --racecheck-report all prints each hazard and the analysis.
+  while IFS='|' read -r tool options filter; do
+    log=$work/sanitizer-$tool.log
+    echo "-- $tool $options --gtest_filter=$filter"
+    start=$(date +%s.%N)
+    # shellcheck disable=SC2086
+    timeout --kill-after=30 "$sanitizer_timeout" "$sanitizer" --tool "$tool" $options --error-exitcode 1 \
+      "$gpu_tests" --gtest_filter="$filter" </dev/null >"$log" 2>&1
+    rc=$?
+    wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f s", b - a }')
+    ran=$(grep -c '^\[       OK \] ' "$log" || true)
+    skipped=$(grep -c '^\[  SKIPPED \] .* ms)$' "$log" || true)
+    failed=$(grep '^\[  FAILED  \] [^ ]*\.[^ ]*' "$log" | grep -v 'listed below' |
+      sed 's/^\[  FAILED  \] \([^ ]*\).*/\1/' | sort -u)
+    # "ERROR SUMMARY: 0 errors", or for racecheck
+    # "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)".
+    summary=$(grep -E '^=+ (ERROR|RACECHECK|LEAK) SUMMARY' "$log" | sed 's/^=* //' | paste -sd ';' - | sed 's/;/; /g')
+    warnings=$(sed -n 's/^=* RACECHECK SUMMARY: .* \([0-9][0-9]*\) warnings\{0,1\}).*/\1/p' "$log" | head -1)
+    why=
+    if ((rc == 124 || rc == 137)); then
+      why="timed out after $sanitizer_timeout s"
+    elif ((rc != 0)); then
+      why="exit status $rc"
+    elif [[ -n $failed ]]; then
+      why="tests failed"
+    elif ((ran == 0)); then
+      why="no test ran ($skipped skipped)"
+    elif [[ -z $summary ]]; then
+      why="no sanitizer summary in the output"
+    elif [[ ${warnings:-0} != 0 ]]; then
+      why="$warnings racecheck warnings"
+    fi
+    result=pass
+    if [[ -n $why ]]; then
+      result="FAIL: $why"
+      overall=FAIL
+      {
+        echo "### $tool: $why"
+        echo
+        [[ -n $failed ]] && { echo "- ${failed//$'\n'/$'\n'- }"; echo; }
+        echo '```'
+        # The first reports, or the end of the log when there are none.
+        if grep -q '^========= [A-Z]' "$log"; then
+          grep '^=========' "$log" | head -n 60
+        else
+          tail -n 30 "$log"
+        fi
+        echo '```'
+        echo
+      } >>"$sanitizer_errors"
+      tail -n 20 "$log" | sed 's/^/    /'
+    fi
+    echo "$tool: $ran tests passed, $wall, ${summary:-no summary}: $result"
+    echo "| $tool | \`${options:--}\` | \`$filter\` | $ran | $wall | ${summary:--} | $result |" >>"$sanitizer_table"
+  done <<EOF
+memcheck|--leak-check full|$edge_filter
+racecheck|--racecheck-detect-level warn --racecheck-report all|$race_filter
+synccheck||$edge_filter
+EOF
+fi
+
 slug=$(echo "${gpu_name:-unknown}" | tr '[:upper:]' '[:lower:]' | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')
 mkdir -p "$root/bench/results"
 report=$root/bench/results/gpu-check-${slug:-unknown}.md
@@ -211,6 +320,23 @@ nvrtc=$(sed -n 's/.*nvrtc \([0-9.]*\)$/\1/p' < <(FUSEGEN_CACHE_DIR=$work/cache "
   echo "## Warm disk cache"
   echo
   echo "fusegen warmup (sm_${arch:-?}) then fusegen run --device in a fresh process compiles nothing: $warm_result."
+  echo
+  echo "## compute-sanitizer"
+  echo
+  echo "fusegen_runtime_gpu_tests under \`compute-sanitizer --tool TOOL OPTIONS --error-exitcode 1\`: the small-shape"
+  echo "specs at edge batch sizes, both precisions, and the 16-thread test. A tool passes when it reports"
+  echo "nothing (racecheck: no errors and no warnings) and every test it ran passed."
+  echo "compute-sanitizer: $sanitizer_status."
+  if [[ -s $sanitizer_table ]]; then
+    echo
+    echo "| tool | options | --gtest_filter | tests passed | wall time | summary | result |"
+    echo "|---|---|---|---|---|---|---|"
+    cat "$sanitizer_table"
+  fi
+  if [[ -s $sanitizer_errors ]]; then
+    echo
+    cat "$sanitizer_errors"
+  fi
 } >"$report"
 echo "== report: $report ($overall)"
 [[ $overall == PASS ]]
