@@ -291,7 +291,14 @@ nvrtc=$(sed -n 's/.*nvrtc \([0-9.]*\)$/\1/p' < <(FUSEGEN_CACHE_DIR=$work/cache "
   echo
   echo "- result: **$overall**"
   echo "- GPU: ${gpu_name:-unknown} (sm_${arch:-?}), driver ${driver:-unknown}"
-  echo "- fusegen $("$fusegen" --version | awk '{print $2}') (git $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet 2>/dev/null || echo ', with local changes')), NVRTC ${nvrtc:-?}, RelWithDebInfo"
+  # FUSEGEN_COMMIT names the commit when the tree is a snapshot without its
+  # own repository (git archive); git would look at an enclosing one.
+  if [[ -n ${FUSEGEN_COMMIT:-} ]]; then
+    revision="$FUSEGEN_COMMIT (snapshot)"
+  else
+    revision="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet 2>/dev/null || echo ', with local changes')"
+  fi
+  echo "- fusegen $("$fusegen" --version | awk '{print $2}') (git $revision), NVRTC ${nvrtc:-?}, RelWithDebInfo"
   echo "- date: $(date -u +%Y-%m-%d)"
   echo
   echo "## Runtime GPU tests"
