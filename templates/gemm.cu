@@ -227,8 +227,13 @@ static_assert(kNormGroup == 0 || kStatsGroup == 0, "a tile computes statistics o
 
 // SIMT: two blocks per SM caps registers at 128 (without it ptxas sometimes
 // trades a few spilled bytes for a third block). Tensor cores: one block per
-// SM leaves room for 64 accumulators and the split fragments.
-constexpr int kMinBlocksPerSM = kInnerProduct == 0 ? 2 : 1;
+// SM leaves room for a 128-row block's accumulators and split fragments.
+// Element-wise (gathering) operand loads run 64x64 blocks with 8-deep slices,
+// two per SM, for twice the warps to hide their latency (chain 85's conv ran
+// at 12.5% occupancy with one).
+constexpr bool kGathers = !(kAVector && kBVector);
+constexpr int kMinBlocksPerSM =
+    kInnerProduct == 0 || (kGathers && kBlockM == 64 && kBlockN == 64 && kTileK == 8) ? 2 : 1;
 constexpr int kMicro = 4;                           // micro-tile: 4 rows x 4 columns per thread
 constexpr int kThreadCols = kTileN / kMicro;        // 16 threads across the tile
 constexpr int kThreadRows = kThreads / kThreadCols; // 16 threads down the tile
@@ -588,7 +593,8 @@ __device__ __forceinline__ void copy_slice_async(const FusegenArgs& args, const 
   constexpr int kVectorsPerRow = kTileK / 4;
   constexpr int kACopies = kBlockM * kVectorsPerRow / kThreads;
   constexpr int kBCopies = kBlockN * kVectorsPerRow / kThreads;
-  static_assert(kACopies * kThreads == kBlockM * kVectorsPerRow && kBCopies * kThreads == kBlockN * kVectorsPerRow,
+  static_assert(!kAsync ||
+                    (kACopies * kThreads == kBlockM * kVectorsPerRow && kBCopies * kThreads == kBlockN * kVectorsPerRow),
                 "slice copies must divide evenly among the threads");
   const float* stand_in = args.buf[0];
 #pragma unroll

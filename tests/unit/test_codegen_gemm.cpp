@@ -364,7 +364,7 @@ TEST(CodegenGemm, MatmulHooks) {
   std::string m1 = kernel_text(code, "m1_k0");
   EXPECT_TRUE(contains(m1, "return args.buf[0] + a_base + m * 70LL + k;"));
   EXPECT_TRUE(contains(m1, "return args.buf[1] + b_base + k * 5LL + n;"));
-  EXPECT_EQ(variant_of(m1), "inner 1, block 64x64, tile_k 16, stages 2, vectors false/false");
+  EXPECT_EQ(variant_of(m1), "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false");
 }
 
 TEST(CodegenGemm, ConvHooks) {
@@ -390,7 +390,7 @@ TEST(CodegenGemm, ConvHooks) {
   EXPECT_TRUE(contains(conv, "const long long o = (batch % 2LL) * 4LL + n;"));
   EXPECT_TRUE(contains(conv, "const float v4 = acc + args.buf[2][o];"));
   EXPECT_TRUE(contains(conv, "args.buf[3][o]")) << "scale [8, 1, 1] by channel";
-  EXPECT_EQ(variant_of(conv), "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false") << "N symbolic";
+  EXPECT_EQ(variant_of(conv), "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false") << "N symbolic";
   // 1x1 kernel without padding: no tap decoding, no bounds checks; unbatched.
   // K = 16 and the weight rows are multiples of 4, still element loads.
   std::string conv1x1 = kernel_text(code, "conv1x1_k0");
@@ -399,7 +399,7 @@ TEST(CodegenGemm, ConvHooks) {
   EXPECT_TRUE(contains(conv1x1, "return args.buf[0] + a_base + c * 63 + ih * 7 + iw;"));
   EXPECT_TRUE(contains(conv1x1, "return 1LL;")) << "one batch";
   EXPECT_TRUE(contains(conv1x1, "const long long out = o * 63LL + oh * 7LL + ow;"));
-  EXPECT_EQ(variant_of(conv1x1), "inner 1, block 64x64, tile_k 16, stages 2, vectors false/false")
+  EXPECT_EQ(variant_of(conv1x1), "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false")
       << "63 x 70 outputs: 2 blocks of 64x64, fewer of any larger block";
 }
 
@@ -426,9 +426,9 @@ TEST(CodegenGemm, LaunchGeometry) {
   EXPECT_EQ(grid(3), (G{1, 1, 9})) << "bmm: 3 * 3 batches";
   EXPECT_EQ(block("bmm_k0"), "64x64");
   EXPECT_EQ(grid(7), (G{1, 1, 1})) << "m1";
-  // 520 blocks of 128x64 are enough (>= 132): 180 positions in 2 row blocks.
-  EXPECT_EQ(grid(8), (G{1, 2, 260})) << "conv: 180 positions, 130 samples * 2 groups";
-  EXPECT_EQ(block("conv_k0"), "128x64");
+  // Gathered operands take 64x64 blocks: 180 positions in 3 row blocks.
+  EXPECT_EQ(grid(8), (G{1, 3, 260})) << "conv: 180 positions, 130 samples * 2 groups";
+  EXPECT_EQ(block("conv_k0"), "64x64");
   EXPECT_EQ(grid(9), (G{2, 1, 1})) << "conv1x1: 70 channels";
   EXPECT_EQ(block("conv1x1_k0"), "64x64");
   for (const char* kernel : {"lin_nobias_k0", "lin3d_k0", "lin1d_k0", "bmm_k0", "mv_k0", "vm_k0", "dot_k0", "m1_k0",
@@ -447,7 +447,7 @@ TEST(CodegenGemm, LaunchGeometry) {
   EXPECT_FALSE(lin.grid[1].value);
   EXPECT_EQ(lin.grid[1].c,
             "((((N) + 127) / 128) < 1LL ? 1LL : ((((N) + 127) / 128) > 65535LL ? 65535LL : (((N) + 127) / 128)))");
-  EXPECT_EQ(launch_of(symbolic, 8, 0).grid[1].value, 2) << "conv: 180 positions in 128-row blocks";
+  EXPECT_EQ(launch_of(symbolic, 8, 0).grid[1].value, 3) << "conv: 180 positions in 64-row blocks";
   EXPECT_EQ(launch_of(symbolic, 8, 0).grid[2].c,
             "(((N) * 2LL) < 1LL ? 1LL : (((N) * 2LL) > 65535LL ? 65535LL : ((N) * 2LL)))");
   expect_dynamic_shared_memory(symbolic, 0, "lin_nobias_k0");
@@ -547,64 +547,65 @@ void expect_variants(const DimBindings& dims, Precision precision, const std::ve
 }
 
 TEST(CodegenGemm, VariantChoice) {
-  // The largest block giving >= 132 blocks (strict precision at most
-  // 128x64 unless the operands take wgmma on sm_90: here `big`), else 64x64; 128 columns only with more than 64 columns; symbolic
-  // extents take the largest. K % 4 == 0 along k on both operands: 16-byte
-  // loads, 32-deep slices and a 4-stage cp.async pipeline; matmul's B is
-  // read along n (vectors and 32-deep slices, 2 stages); K = 10 and conv2d's
-  // gather: element loads, 16-deep slices, 2 stages.
+  // The largest block giving >= 132 blocks (strict precision at most 128x64
+  // unless the operands take wgmma on sm_90: here `big`), else 64x64; 128
+  // columns only with more than 64 columns; symbolic extents take the
+  // largest. K % 4 == 0 along k on both operands: 16-byte loads, 32-deep
+  // slices and a 4-stage cp.async pipeline; matmul's B is read along n
+  // (vectors and 32-deep slices, 2 stages); K = 10 and conv2d's gather:
+  // element loads, always 64x64 blocks with 8-deep slices, 2 stages.
   using P = Precision;
   const std::optional<int64_t> none;
   const char* big_strict = "inner 1, block 128x128, tile_k 32, stages 4, vectors true/true";
   const char* big_tf32 = "inner 2, block 128x128, tile_k 32, stages 5, vectors true/true";
   expect_variants({}, P::Strict,
                   {{"big_k0", big_strict, {8, none, 1}},
-                   {"k10_k0", "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false", {8, none, 1}},
+                   {"k10_k0", "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false", {8, none, 1}},
                    {"mm_k0", "inner 1, block 128x64, tile_k 32, stages 2, vectors true/true", {8, none, 1}},
-                   {"conv64_k0", "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, none}}});
+                   {"conv64_k0", "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, none}}});
   expect_variants({}, P::TF32,
                   {{"big_k0", big_tf32, {8, none, 1}},
-                   {"k10_k0", "inner 2, block 128x128, tile_k 16, stages 2, vectors false/false", {4, none, 1}},
+                   {"k10_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {8, none, 1}},
                    {"mm_k0", "inner 2, block 128x128, tile_k 32, stages 2, vectors true/true", {4, none, 1}},
-                   {"conv64_k0", "inner 2, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, none}}});
+                   {"conv64_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, none}}});
   // Big: 8192 rows.
   expect_variants({{"N", 8192}}, P::Strict,
                   {{"big_k0", big_strict, {8, 64, 1}},
-                   {"k10_k0", "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false", {8, 64, 1}},
+                   {"k10_k0", "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false", {8, 128, 1}},
                    {"mm_k0", "inner 1, block 128x64, tile_k 32, stages 2, vectors true/true", {8, 64, 1}},
-                   {"conv64_k0", "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, 8192}}});
+                   {"conv64_k0", "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, 8192}}});
   expect_variants({{"N", 8192}}, P::TF32,
                   {{"big_k0", big_tf32, {8, 64, 1}},
-                   {"k10_k0", "inner 2, block 128x128, tile_k 16, stages 2, vectors false/false", {4, 64, 1}},
+                   {"k10_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {8, 128, 1}},
                    {"mm_k0", "inner 2, block 128x128, tile_k 32, stages 2, vectors true/true", {4, 64, 1}},
-                   {"conv64_k0", "inner 2, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, 8192}}});
+                   {"conv64_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, 8192}}});
   // The threshold (132 blocks). 1024 columns: 2048 rows give 16 * 8 = 128
   // blocks of 128x128 (too few) and 256 of 128x64; 2049 rows give 17 * 8 =
   // 136 of 128x128. 512 columns: 2048 rows give 64 of 128x128 and 128 of
   // 128x64 (too few), so 64x64; 2049 rows give 136 of 128x64.
   expect_variants({{"N", 2048}}, P::TF32,
                   {{"big_k0", "inner 2, block 128x64, tile_k 32, stages 5, vectors true/true", {16, 16, 1}},
-                   {"k10_k0", "inner 2, block 64x64, tile_k 16, stages 2, vectors false/false", {8, 32, 1}},
+                   {"k10_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {8, 32, 1}},
                    {"mm_k0", "inner 2, block 64x64, tile_k 32, stages 2, vectors true/true", {8, 32, 1}},
-                   {"conv64_k0", "inner 2, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, 2048}}});
+                   {"conv64_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, 2048}}});
   expect_variants({{"N", 2049}}, P::TF32,
                   {{"big_k0", big_tf32, {8, 17, 1}},
-                   {"k10_k0", "inner 2, block 128x64, tile_k 16, stages 2, vectors false/false", {8, 17, 1}},
+                   {"k10_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {8, 33, 1}},
                    {"mm_k0", "inner 2, block 128x64, tile_k 32, stages 2, vectors true/true", {8, 17, 1}},
-                   {"conv64_k0", "inner 2, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, 2049}}});
+                   {"conv64_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, 2049}}});
   // Small: 64 rows (16 blocks of 64x64 at most) fall back to 64x64; 64
   // conv samples have 512 blocks of 128x64, one sample (1024 positions) 8,
   // so 64x64.
   expect_variants({{"N", 64}}, P::Strict,
                   {{"big_k0", "inner 1, block 64x64, tile_k 32, stages 4, vectors true/true", {16, 1, 1}},
-                   {"k10_k0", "inner 1, block 64x64, tile_k 16, stages 2, vectors false/false", {8, 1, 1}},
+                   {"k10_k0", "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false", {8, 1, 1}},
                    {"mm_k0", "inner 1, block 64x64, tile_k 32, stages 2, vectors true/true", {8, 1, 1}},
-                   {"conv64_k0", "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false", {1, 8, 64}}});
+                   {"conv64_k0", "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, 64}}});
   expect_variants({{"N", 1}}, P::TF32,
                   {{"big_k0", "inner 2, block 64x64, tile_k 32, stages 5, vectors true/true", {16, 1, 1}},
-                   {"k10_k0", "inner 2, block 64x64, tile_k 16, stages 2, vectors false/false", {8, 1, 1}},
+                   {"k10_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {8, 1, 1}},
                    {"mm_k0", "inner 2, block 64x64, tile_k 32, stages 2, vectors true/true", {8, 1, 1}},
-                   {"conv64_k0", "inner 2, block 64x64, tile_k 16, stages 2, vectors false/false", {1, 16, 1}}});
+                   {"conv64_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, 1}}});
 }
 
 TEST(CodegenGemm, VariantsCompile) {
@@ -808,9 +809,9 @@ TEST(CodegenGemm, KernelBenchSpecs) {
   std::string conv = kernel_text(code, "conv2d_groupnorm_scale_maxpool_clamp_k0");
   EXPECT_TRUE(contains(conv, "constexpr int kStatsGroup = 4;"));
   // 64 output channels: 128x64 blocks (statistics partials stay per 64-row tile).
-  EXPECT_EQ(variant_of(conv), "inner 1, block 128x64, tile_k 16, stages 2, vectors false/false");
+  EXPECT_EQ(variant_of(conv), "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false");
   EXPECT_EQ(launch_of(code, 0, 0).grid[0].value, 1) << "64 channels";
-  EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, 125) << "126 * 126 positions in 128-row blocks";
+  EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, 249) << "126 * 126 positions in 64-row blocks";
   EXPECT_EQ(launch_of(code, 0, 0).grid[2].value, 128) << "samples";
   EXPECT_TRUE(contains(conv, "+ row_tile) * 3;")) << "partials per 64-row tile";
   EXPECT_TRUE(contains(conv, ") * 249LL + row_tile) * 3;")) << "ceil(126 * 126 / 64) = 249 row tiles";

@@ -28,6 +28,7 @@ constexpr int kThreads = 256;
 // block is chosen (132 SMs on an H100 SXM, 108 on an A100).
 constexpr int64_t kEnoughBlocks = 132;
 constexpr int kTensorCoreTileK = 32; // four k steps per barrier
+constexpr int kGatherTileK = 8;      // element loads: few staging registers (two blocks per SM)
 constexpr int kTensorCoreStages = 4; // slices in flight on the cp.async path
 constexpr int kTensorCorePad = 8;    // floats after each shared-memory slice row
 constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
@@ -553,7 +554,9 @@ GemmVariant choose_variant(const EmitContext& ctx, const GemmMapping& g) {
   v.inner_product = ctx.precision() == Precision::TF32 ? 2 : 1;
   // Deeper slices when loads are 16-byte vectors; element-wise operand loads
   // (conv2d's gather) need the staging registers for their addresses.
-  v.tile_k = g.a_vector && g.b_vector ? kTensorCoreTileK : kTileK;
+  // (8-deep slices give 16-byte loads too little to do: one vector operand
+  // keeps 16.)
+  v.tile_k = g.a_vector && g.b_vector ? kTensorCoreTileK : !g.a_vector && !g.b_vector ? kGatherTileK : kTileK;
   v.async = g.a_vector && g.b_vector && g.a_along_k && g.b_along_k;
   // wgmma keeps one group of TF32 products in flight, so its ring has one
   // stage more for the same copies in flight (templates/gemm.cu).
@@ -564,7 +567,12 @@ GemmVariant choose_variant(const EmitContext& ctx, const GemmMapping& g) {
   // registers), where 128x128 fits.
   const bool wgmma = ctx.options().arch >= 90 && g.a_vector && g.b_vector && g.a_along_k && g.b_along_k;
   const std::pair<int, int> candidates[] = {{128, 128}, {128, 64}, {64, 64}};
+  // Element-wise operand loads (conv2d's gather) are latency-bound: 64x64
+  // blocks run two per SM (templates/gemm.cu), which measured faster.
+  const bool gathers = !(g.a_vector && g.b_vector);
   for (const auto& [bm, bn] : candidates) {
+    if (gathers && bm * bn > 64 * 64)
+      continue;
     if (v.inner_product == 1 && !wgmma && bm * bn > 128 * 64)
       continue;
     if (bn > kTile && g.launch_cols.value && *g.launch_cols.value <= kTile)
