@@ -14,6 +14,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 namespace fusegen {
@@ -71,6 +72,43 @@ protected:
   WarningLog log_;
   std::unique_ptr<testing::LoadedModule> loaded_;
 };
+
+// Past 2^31 elements the kernels index with 64 bits (the fake-driver test
+// shows such calls launch); here the results are checked: x [2^25 + 1, 64]
+// holds 2^31 + 64 elements, 8 GiB in and 8 GiB out. Skips when the GPU has
+// no room.
+TEST_F(GpuRuntime, PastTwoToThe31ElementsIsCorrect) {
+  Runtime rt(0, options());
+  const int64_t rows = (int64_t{1} << 25) + 1, count = rows * 64;
+  const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+  DeviceBuffer x, y, s;
+  try {
+    x = rt.allocate(bytes);
+    y = rt.allocate(bytes);
+    s = rt.allocate(64 * sizeof(float));
+  } catch (const RuntimeError& e) {
+    GTEST_SKIP() << "not enough GPU memory for two 8 GiB tensors: " << e.what();
+  }
+  // Small integers: every product and sum is exact, and the pattern (period
+  // 1021, prime to 64) tells elements apart.
+  std::vector<float> host(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    host[static_cast<size_t>(i)] = static_cast<float>(i % 1021) - 510.0f;
+  std::vector<float> scale(64);
+  for (int j = 0; j < 64; ++j)
+    scale[static_cast<size_t>(j)] = static_cast<float>(j % 7) - 2.0f;
+  rt.copy_to_device(x.data(), host.data(), bytes);
+  rt.copy_to_device(s.data(), scale.data(), scale.size() * sizeof(float));
+  rt.fill(y.data(), std::numeric_limits<float>::quiet_NaN(), static_cast<size_t>(count));
+  Function f = rt.load_string(testing::kElementwiseSpec, "act.fg").function("scale_relu");
+  f.call({{"x", x.data(), {rows, 64}}, {"s", s.data(), {64}}}, {{"y", y.data(), {rows, 64}}});
+  rt.synchronize();
+  rt.copy_to_host(host.data(), y.data(), bytes);
+  for (int64_t i = 0; i < count; ++i) {
+    const float h = (static_cast<float>(i % 1021) - 510.0f) * scale[static_cast<size_t>(i % 64)];
+    ASSERT_EQ(host[static_cast<size_t>(i)], (h > 0 ? h : 0.0f) + 1.0f) << "element " << i;
+  }
+}
 
 TEST_F(GpuRuntime, SecondCallCompilesNothing) {
   Runtime rt(0, options());
