@@ -89,7 +89,13 @@ regressions=("$root"/tests/fuzz/regressions/*.fg)
   check_logs
   exit 1
 }
-echo "test-sanitizers: ${#regressions[@]} fuzzer regression inputs pass"
+entry_regressions=("$root"/tests/fuzz/regressions/cache_entry/*)
+"$build/tests/fuzz/fusegen_fuzz_cache_entry" "${entry_regressions[@]}" >>"$build/fuzz-regressions.log" 2>&1 || {
+  cat "$build/fuzz-regressions.log" >&2
+  check_logs
+  exit 1
+}
+echo "test-sanitizers: $((${#regressions[@]} + ${#entry_regressions[@]})) fuzzer regression inputs pass"
 
 # The front end. Seed corpus: every spec in the repository, one file each
 # (named by path, as files in different folders share names), with the

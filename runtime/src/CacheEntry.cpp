@@ -202,8 +202,13 @@ Status check_consistency(const LaunchPlan& plan) {
       if (f.buffer >= buffers || f.count < 0)
         return Error{"kernel " + k.name + " has an invalid fill"};
   }
+  if (plan.workspace_bytes < 0)
+    return Error{"workspace layout is invalid"};
+  // Compared without adding: offsets and sizes come from the file, and their
+  // sum can overflow (found by the cache-entry fuzzer).
   for (const WorkspaceBinding& slot : plan.workspace)
-    if (slot.buffer >= buffers || slot.offset < 0 || slot.bytes < 0 || slot.offset + slot.bytes > plan.workspace_bytes)
+    if (slot.buffer >= buffers || slot.offset < 0 || slot.bytes < 0 || slot.offset > plan.workspace_bytes ||
+        slot.bytes > plan.workspace_bytes - slot.offset)
       return Error{"workspace layout is invalid"};
   for (const OutputCopy& copy : plan.copies)
     if (copy.buffer >= buffers || copy.bytes < 0)

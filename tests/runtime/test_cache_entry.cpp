@@ -71,6 +71,25 @@ TEST(CacheEntry, RoundTripsEveryField) {
   EXPECT_TRUE(decoded.value().ptx);
 }
 
+// A workspace slot whose offset + bytes overflows int64 (a checksum-valid
+// file can say anything) is refused, not added up (the cache-entry fuzzer's
+// find; tests/fuzz/regressions/cache_entry).
+TEST(CacheEntry, WorkspaceOffsetsThatOverflowAreRefused) {
+  CacheEntry entry;
+  entry.key_material = "key";
+  entry.launch = full_plan();
+  entry.ptx = true;
+  entry.image = "ptx text";
+  entry.launch.workspace = {{2, 4827858800541171712, 6989586621679013792}};
+  Result<CacheEntry> decoded = decode_entry(encode_entry(entry));
+  ASSERT_FALSE(decoded);
+  EXPECT_NE(decoded.error().find("workspace layout is invalid"), std::string::npos) << decoded.error();
+  entry.launch.workspace = {{2, 100, 4000}}; // past the end, without overflow
+  EXPECT_FALSE(decode_entry(encode_entry(entry)));
+  entry.launch.workspace = {{2, 96, 4000}}; // exactly up to the end
+  EXPECT_TRUE(decode_entry(encode_entry(entry)));
+}
+
 TEST(CacheEntry, EveryTruncationIsAnError) {
   std::string bytes = encode_entry(sample_entry());
   for (size_t size = 0; size < bytes.size(); ++size)
