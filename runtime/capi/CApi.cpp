@@ -112,24 +112,25 @@ std::vector<int64_t> shape_of(const fusegen_tensor& tensor, const char* list, in
   return std::vector<int64_t>(tensor.shape, tensor.shape + tensor.rank);
 }
 
-std::vector<fusegen::TensorArg> arguments_of(const fusegen_tensor* tensors, int32_t count) {
+// The C tensors of a call as the C++ API's TensorArg or TensorOut (`list`
+// names the array in messages: "arguments" or "outputs").
+template <class Tensor>
+std::vector<Tensor> tensors_of(const fusegen_tensor* tensors, int32_t count, const char* list) {
   if (count < 0 || (count > 0 && !tensors))
-    throw Invalid{"arguments: " + std::to_string(count) + " tensors at " + (tensors ? "an array" : "NULL")};
-  std::vector<fusegen::TensorArg> args;
-  args.reserve(static_cast<size_t>(count));
+    throw Invalid{std::string(list) + ": " + std::to_string(count) + " tensors at " + (tensors ? "an array" : "NULL")};
+  std::vector<Tensor> out;
+  out.reserve(static_cast<size_t>(count));
   for (int32_t i = 0; i < count; ++i)
-    args.push_back({tensors[i].name ? tensors[i].name : "", tensors[i].data, shape_of(tensors[i], "arguments", i)});
-  return args;
+    out.push_back({tensors[i].name ? tensors[i].name : "", tensors[i].data, shape_of(tensors[i], list, i)});
+  return out;
+}
+
+std::vector<fusegen::TensorArg> arguments_of(const fusegen_tensor* tensors, int32_t count) {
+  return tensors_of<fusegen::TensorArg>(tensors, count, "arguments");
 }
 
 std::vector<fusegen::TensorOut> outputs_of(const fusegen_tensor* tensors, int32_t count) {
-  if (count < 0 || (count > 0 && !tensors))
-    throw Invalid{"outputs: " + std::to_string(count) + " tensors at " + (tensors ? "an array" : "NULL")};
-  std::vector<fusegen::TensorOut> outs;
-  outs.reserve(static_cast<size_t>(count));
-  for (int32_t i = 0; i < count; ++i)
-    outs.push_back({tensors[i].name ? tensors[i].name : "", tensors[i].data, shape_of(tensors[i], "outputs", i)});
-  return outs;
+  return tensors_of<fusegen::TensorOut>(tensors, count, "outputs");
 }
 
 fusegen_tensor_kind kind_code(fusegen::TensorKind kind) {

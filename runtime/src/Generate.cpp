@@ -21,19 +21,25 @@ std::string render(const Diagnostics& diags, const SourceManager* sources) {
 
 } // namespace
 
-GeneratedUnit generate_unit(const Fusion& fusion, const DimBindings& dims, Precision precision, int arch,
-                            const SourceManager* sources) {
-  const std::string where = "fusion '" + fusion.name + "' at " + dims_text(dims);
+Fusion specialize_or_throw(const Fusion& fusion, const DimBindings& dims, const SourceManager* sources) {
   Diagnostics diags;
   std::optional<Fusion> concrete = specialize(fusion, dims, diags);
   if (!concrete) {
     std::string text = render(diags, sources);
     while (!text.empty() && text.back() == '\n')
       text.pop_back();
-    throw RuntimeError(ErrorKind::Spec, "cannot specialize " + where + ":\n" + text);
+    throw RuntimeError(ErrorKind::Spec,
+                       "cannot specialize fusion '" + fusion.name + "' at " + dims_text(dims) + ":\n" + text);
   }
-  concrete->precision = precision;
-  Plan plan = plan_fusion(*concrete);
+  return std::move(*concrete);
+}
+
+GeneratedUnit generate_unit(const Fusion& fusion, const DimBindings& dims, Precision precision, int arch,
+                            const SourceManager* sources) {
+  const std::string where = "fusion '" + fusion.name + "' at " + dims_text(dims);
+  Fusion concrete = specialize_or_throw(fusion, dims, sources);
+  concrete.precision = precision;
+  Plan plan = plan_fusion(concrete);
 
   CodegenOptions options;
   options.arch = arch;
@@ -52,7 +58,7 @@ GeneratedUnit generate_unit(const Fusion& fusion, const DimBindings& dims, Preci
     throw RuntimeError(ErrorKind::Compile, "cannot launch " + where + ": " + launch.error());
 
   GeneratedUnit unit;
-  unit.concrete = std::move(*concrete);
+  unit.concrete = std::move(concrete);
   unit.launch = std::move(launch.value());
   unit.source = std::move(code.value().source);
   unit.source_sha256 = sha256_hex(unit.source);

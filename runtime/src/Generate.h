@@ -19,6 +19,11 @@ struct GeneratedUnit {
   std::string source_sha256;
 };
 
+// The fusion with every dim constant. Throws RuntimeError (ErrorKind::Spec)
+// with the diagnostics (rendered with `sources` when given) when it does not
+// specialize at `dims`.
+Fusion specialize_or_throw(const Fusion& fusion, const DimBindings& dims, const SourceManager* sources);
+
 // Throws RuntimeError: ErrorKind::Spec when the fusion does not specialize
 // at `dims` (diagnostics rendered with `sources` when given), ErrorKind::Compile
 // when no kernel template supports it. Deterministic: the source depends only

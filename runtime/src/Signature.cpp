@@ -2,6 +2,7 @@
 // what bindings to other languages need to check and allocate.
 #include "fusegen/Runtime.h"
 
+#include "Generate.h"
 #include "RuntimeState.h"
 
 #include "fusegen/Specialize.h"
@@ -53,18 +54,11 @@ std::vector<std::vector<int64_t>> Function::output_shapes(const std::vector<Tens
   Result<DimBindings> dims = bind_dims(fusion, shapes);
   if (!dims)
     throw RuntimeError(ErrorKind::Argument, "fusion '" + fusion.name + "': " + dims.error());
-  Diagnostics diags;
-  std::optional<Fusion> concrete = specialize(fusion, dims.value(), diags);
-  if (!concrete) {
-    std::string text = diags.render(state_->program->sources);
-    while (!text.empty() && text.back() == '\n')
-      text.pop_back();
-    throw RuntimeError(ErrorKind::Spec, "cannot specialize fusion '" + fusion.name + "':\n" + text);
-  }
+  const Fusion concrete = runtime::specialize_or_throw(fusion, dims.value(), &state_->program->sources);
   std::vector<std::vector<int64_t>> result;
-  for (const FusionOutput& output : concrete->outputs) {
+  for (const FusionOutput& output : concrete.outputs) {
     std::vector<int64_t> shape;
-    for (const Dim& d : concrete->value(output.value).type.shape)
+    for (const Dim& d : concrete.value(output.value).type.shape)
       shape.push_back(d.value());
     result.push_back(std::move(shape));
   }
