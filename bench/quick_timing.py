@@ -4,7 +4,7 @@ events, a 256 MB L2 flush before each run, median of 30 runs after 3 warm-up
 calls, max abs error against the fp32 module (TF32 off) on one input set.
 bench/kernelbench.py is the full harness; this is the 1-minute version.
 
-    FUSEGEN_LIBRARY=build/runtime/libfusegen.so python3 bench/quick_timing.py [v0.1,small]
+    FUSEGEN_LIBRARY=build/runtime/libfusegen.so python3 bench/quick_timing.py [v0.1,small] [62,75,39,85]
 """
 import os
 import statistics
@@ -41,9 +41,10 @@ def median_ms(fn, runs=30):
 
 def main():
     shape_sets = sys.argv[1].split(",") if len(sys.argv) > 1 else ["v0.1", "small"]
+    chains = sys.argv[2].split(",") if len(sys.argv) > 2 else ["62", "75", "39", "85"]
     runtimes = {p: fusegen.Runtime(precision=p) for p in ("strict", "tf32")}
     for shapes in shape_sets:
-        for chain in ["62", "75", "39", "85"]:
+        for chain in chains:
             n, make, x_shape = km.CONFIGS[shapes][chain]
             torch.manual_seed(0)
             model = make().cuda()

@@ -208,6 +208,10 @@ namespace fusegen_linear_relu_k0_impl {
 //                                              k (true) or along m (false)
 //   "b_along_k"     constexpr bool kLoadBAlongK   consecutive threads load B along
 //                                              k (true) or along n (false)
+//   "epilogue_along_m" constexpr bool kEpilogueAlongM  consecutive threads run
+//                                              epilogue() on consecutive rows (true:
+//                                              the output is contiguous along m, as
+//                                              conv2d's pixels) or columns (false)
 //   "norm_group"    constexpr int kNormGroup   0, or G of the fused row norm
 //   "norm_eps"      constexpr float kNormEps   eps of the fused row norm
 //   "stats_group"   constexpr int kStatsGroup  0, or S of the partial statistics
@@ -221,6 +225,16 @@ namespace fusegen_linear_relu_k0_impl {
 //                                  padding, the hook's own check); called only
 //                                  for m < M, k < K
 //   "b_address"     const float* b_address(args, b_base, k, n)  B element; k < K, n < N
+//   "a_depth_table" constexpr int kADepthTable  0, or K: A's addresses split
+//                                  into a_row(m) + a_depth_offset(k) (conv2d
+//                                  without padding), the offsets of every k
+//                                  tabled in shared memory once per block, so
+//                                  a gathered element costs one shared load and
+//                                  an add instead of a_address()'s divisions
+//   "a_row"         const float* a_row(args, a_base, m)  where row m of A starts
+//                                  (used when kADepthTable > 0)
+//   "a_depth_offset" int a_depth_offset(args, k)  element (m, k) is at
+//                                  a_row(m) + a_depth_offset(k)
 //   "a_vector"      constexpr bool kAVector  a_address() at an index divisible
 //                                  by 4 along A's contiguous direction points
 //                                  at 4 contiguous, 16-byte aligned elements
@@ -272,6 +286,8 @@ constexpr bool kLoadAAlongK = true;
 
 constexpr bool kLoadBAlongK = true;
 
+constexpr bool kEpilogueAlongM = false;
+
 constexpr int kNormGroup = 0;
 
 constexpr float kNormEps = 0.0f;
@@ -320,6 +336,21 @@ __device__ __forceinline__ const float* a_address(const FusegenArgs& args, long 
 __device__ __forceinline__ const float* b_address(const FusegenArgs& args, long long b_base, long long k, long long n) {
   (void)b_base;
   return args.buf[1] + n * 48LL + k;
+}
+
+constexpr int kADepthTable = 0;
+
+__device__ __forceinline__ const float* a_row(const FusegenArgs& args, long long a_base, long long m) {
+  (void)args;
+  (void)a_base;
+  (void)m;
+  return nullptr;
+}
+
+__device__ __forceinline__ int a_depth_offset(const FusegenArgs& args, long long k) {
+  (void)args;
+  (void)k;
+  return 0;
 }
 
 constexpr bool kAVector = true;
@@ -383,11 +414,12 @@ static_assert(kNormGroup == 0 || kStatsGroup == 0, "a tile computes statistics o
 // trades a few spilled bytes for a third block). Tensor cores: one block per
 // SM leaves room for a 128-row block's accumulators and split fragments.
 // Element-wise (gathering) operand loads run 64x64 blocks with 8-deep slices,
-// two per SM, for twice the warps to hide their latency (chain 85's conv ran
-// at 12.5% occupancy with one).
+// three per SM (80 registers, no spills), for more warps to hide their
+// latency (chain 85's conv ran at 12.5% occupancy with one).
 constexpr bool kGathers = !(kAVector && kBVector);
-constexpr int kMinBlocksPerSM =
-    kInnerProduct == 0 || (kGathers && kBlockM == 64 && kBlockN == 64 && kTileK == 8) ? 2 : 1;
+constexpr int kMinBlocksPerSM = kInnerProduct == 0                                                 ? 2
+                                : kGathers && kBlockM == 64 && kBlockN == 64 && kTileK == 8 ? 3
+                                                                                              : 1;
 constexpr int kMicro = 4;                           // micro-tile: 4 rows x 4 columns per thread
 constexpr int kThreadCols = kTileN / kMicro;        // 16 threads across the tile
 constexpr int kThreadRows = kThreads / kThreadCols; // 16 threads down the tile
@@ -508,6 +540,27 @@ __device__ __forceinline__ void gemm_reduce_store(float* slot, float value) {
 
 // ---- main loop ----
 
+// A's depth offsets (kADepthTable > 0), filled by fill_depth_table() at the
+// start of the kernel. Static shared memory: the emitter keeps it small.
+__shared__ int gemm_a_depth_table[kADepthTable > 0 ? kADepthTable : 1];
+
+__device__ __forceinline__ void fill_depth_table(const FusegenArgs& args) {
+  if constexpr (kADepthTable > 0) {
+    for (int k = threadIdx.x; k < kADepthTable; k += kThreads)
+      gemm_a_depth_table[k] = a_depth_offset(args, k);
+    __syncthreads();
+  }
+}
+
+// Where A element (m, k) is (m < M, k < K).
+__device__ __forceinline__ const float* a_element(const FusegenArgs& args, long long a_base, long long m,
+                                                  long long k) {
+  if constexpr (kADepthTable > 0)
+    return a_row(args, a_base, m) + gemm_a_depth_table[k];
+  else
+    return a_address(args, a_base, m, k);
+}
+
 struct GemmExtents {
   long long rows, cols, depth;
 };
@@ -545,7 +598,7 @@ __device__ __forceinline__ void load_slice(const FusegenArgs& args, const GemmEx
     int kk, mm;
     slice_position<kLoadAAlongK, kBlockM, kAWidth>(tid + i * kThreads, kk, mm);
     const long long m = m0 + mm, k = k0 + kk;
-    load_vector<kAWidth>(m < e.rows && k < e.depth ? a_address(args, a_base, m, k) : nullptr, a[i]);
+    load_vector<kAWidth>(m < e.rows && k < e.depth ? a_element(args, a_base, m, k) : nullptr, a[i]);
   }
 #pragma unroll
   for (int i = 0; i < kBLoads; ++i) {
@@ -636,9 +689,15 @@ __device__ __forceinline__ unsigned int gemm_tf32(float x) {
 }
 
 // x = big + small, both tf32; |x - big - small| <= 2^-22 |x| or so.
+// kRoundSmall false leaves the small part's low bits for the tensor cores
+// to drop (<= 2^-21 |x|): half the instructions of the split (cvt.rna is
+// emulated by four), which the register-staged gather path is bound by
+// (chain 85's conv: 1.45 -> 1.31 ms, error unchanged at 2e-6).
+template <bool kRoundSmall = true>
 __device__ __forceinline__ void gemm_split(float x, unsigned int& big, unsigned int& small) {
   big = gemm_tf32(x);
-  small = gemm_tf32(x - __uint_as_float(big));
+  const float rest = x - __uint_as_float(big);
+  small = kRoundSmall ? gemm_tf32(rest) : __float_as_uint(rest);
 }
 
 // acc (m16n8, fp32) += a (m16k8, tf32, row) * b (k8n8, tf32, col).
@@ -676,7 +735,7 @@ __device__ __forceinline__ void multiply_slice_tc(const float* slice, int warp_m
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         if (kInnerProduct == 1)
-          gemm_split(v[r], b_big[j][r], b_small[j][r]);
+          gemm_split<!kGathers>(v[r], b_big[j][r], b_small[j][r]);
         else
           b_big[j][r] = gemm_tf32(v[r]);
       }
@@ -689,7 +748,7 @@ __device__ __forceinline__ void multiply_slice_tc(const float* slice, int warp_m
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         if (kInnerProduct == 1)
-          gemm_split(v[r], a_big[r], a_small[r]);
+          gemm_split<!kGathers>(v[r], a_big[r], a_small[r]);
         else
           a_big[r] = gemm_tf32(v[r]);
       }
@@ -756,7 +815,7 @@ __device__ __forceinline__ void copy_slice_async(const FusegenArgs& args, const 
     const int v = threadIdx.x + i * kThreads, mm = v / kVectorsPerRow, kk = (v % kVectorsPerRow) * 4;
     const long long m = m0 + mm, k = k0 + kk;
     gemm_copy16_async(slice + slice_offset(mm, kk),
-                      m < e.rows && k < e.depth ? a_address(args, a_base, m, k) : nullptr, stand_in);
+                      m < e.rows && k < e.depth ? a_element(args, a_base, m, k) : nullptr, stand_in);
   }
   float* bs = slice + kBlockM * kRowStride;
 #pragma unroll
@@ -1207,8 +1266,9 @@ __device__ __forceinline__ void finish_staged_tile(const FusegenArgs& args, floa
   // Stage 0; the staged stages keep its values (zeros outside the problem).
 #pragma unroll 1
   for (int index = threadIdx.x; index < kTileM * kTileN; index += kThreads) {
-    const int r = index / kTileN, c = index % kTileN;
-    float* value = tile + r * kTileStride + c;
+    const int r = kEpilogueAlongM ? index % kTileM : index / kTileN;
+    const int c = kEpilogueAlongM ? index / kTileM : index % kTileN;
+    float* value = tile + r * kTileStride + c; // kTileStride is odd: no bank conflicts either way
     const bool valid = r < valid_rows && c < valid_cols;
     const float v = valid ? epilogue(args, batch, m0 + r, n0 + c, *value) : 0.0f;
     if (staged)
@@ -1225,7 +1285,8 @@ __device__ __forceinline__ void finish_staged_tile(const FusegenArgs& args, floa
   __syncthreads();
 #pragma unroll 1
   for (int index = threadIdx.x; index < kTileM * kTileN; index += kThreads) {
-    const int r = index / kTileN, c = index % kTileN;
+    const int r = kEpilogueAlongM ? index % kTileM : index / kTileN;
+    const int c = kEpilogueAlongM ? index / kTileM : index % kTileN;
     if (r < valid_rows && c < valid_cols) {
       float* value = tile + r * kTileStride + c;
       const float y = norm_apply(args, batch, m0 + r, n0 + c, *value);
@@ -1298,6 +1359,7 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
   float* smem = kInnerProduct == 0 ? static_smem : fusegen_gemm_dynamic_smem;
   if constexpr (kWgmma) // the 128-byte swizzle repeats every 1024 bytes
     smem += (1024 - gemm_shared_address(smem) % 1024) % 1024 / 4;
+  fill_depth_table(args);
   const GemmExtents e{gemm_rows(args), gemm_cols(args), gemm_depth(args)};
   const long long batches = gemm_batches(args);
   const long long row_blocks = (e.rows + kBlockM - 1) / kBlockM;

@@ -29,6 +29,7 @@ constexpr int kThreads = 256;
 constexpr int64_t kEnoughBlocks = 132;
 constexpr int kTensorCoreTileK = 32; // four k steps per barrier
 constexpr int kGatherTileK = 8;      // element loads: few staging registers (two blocks per SM)
+constexpr int64_t kMaxDepthTable = 4096; // ints of static shared memory for A's depth offsets (16 KB)
 constexpr int kTensorCoreStages = 4; // slices in flight on the cp.async path
 constexpr int kTensorCorePad = 8;    // floats after each shared-memory slice row
 constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
@@ -41,10 +42,15 @@ struct GemmMapping {
   std::string rows, cols, depth, batches; // device code
   SizeExpr launch_rows, launch_cols, launch_batches;
   bool a_along_k = true, b_along_k = true; // which index is contiguous in memory
+  bool out_along_m = false;                // the output is contiguous along m (conv2d's pixels), not n
   // 16-byte loads: the contiguous extent (and every batch offset) is a
   // multiple of 4, so vectors at indices divisible by 4 are aligned and whole.
   bool a_vector = false, b_vector = false;
   std::vector<std::string> a_offset, b_offset, a_address, b_address; // hook bodies
+  // A's addresses as a_row(m) + a table of a_depth_offset(k) (templates/gemm.cu
+  // "a_depth_table"): K entries, or 0 for a_address() alone.
+  int64_t a_depth_table = 0;
+  std::vector<std::string> a_row, a_depth_offset;
   // Statements defining the output coordinates from (batch, m, n), and their names.
   std::vector<std::string> coord_lines;
   std::vector<std::string> coords;
@@ -258,6 +264,7 @@ Result<GemmMapping> map_conv(const EmitContext& ctx, const Node& node) {
   }
   g.a_along_k = false; // consecutive output positions read neighbouring input pixels
   g.b_along_k = true;
+  g.out_along_m = true; // NCHW: an output channel's pixels are adjacent
 
   // A: the first input channel of (sample, conv group), then the gathered pixel.
   std::string sample_plane = num(channels * plane) + "LL";
@@ -296,6 +303,23 @@ Result<GemmMapping> map_conv(const EmitContext& ctx, const Node& node) {
                                                                 : "c * " + num(plane);
   load.push_back("return " + (ctx.value_buffer(x_id) + " + a_base + " + channel_offset + " + ih * " + num(width) +
                                  " + iw") + ";");
+  // Without padding the address separates into the output pixel's corner
+  // (per row) and the tap's offset from it (per k, tabled once per block).
+  if (pad_h == 0 && pad_w == 0 && depth <= kMaxDepthTable && group_channels * plane <= kIntMax) {
+    g.a_depth_table = depth;
+    g.a_row = {"const int p = static_cast<int>(m);",
+               "const int oh = p / " + num(out_width) + ", ow = p % " + num(out_width) + ";",
+               "return " + ctx.value_buffer(x_id) + " + a_base + oh * " + num(stride_h * width) + " + ow" +
+                   (stride_w == 1 ? "" : " * " + num(stride_w)) + ";"};
+    std::vector<std::string>& offset = g.a_depth_offset;
+    offset.push_back("const int kq = static_cast<int>(k);");
+    offset.push_back(taps == 1 ? "const int c = kq, i = 0, j = 0;"
+                               : "const int c = kq / " + num(taps) + ", tap = kq % " + num(taps) + ";");
+    if (taps != 1)
+      offset.push_back("const int i = tap / " + num(kw) + ", j = tap % " + num(kw) + ";");
+    offset.push_back("return c * " + num(plane) + " + i" + (dil_h == 1 ? "" : " * " + num(dil_h)) + " * " +
+                     num(width) + " + j" + (dil_w == 1 ? "" : " * " + num(dil_w)) + ";");
+  }
 
   if (groups == 1)
     g.b_offset = {"return 0;"};
@@ -620,6 +644,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
 
   const Params args{{{"const FusegenArgs&", "args"}}};
   const Params batch_args{{{"const FusegenArgs&", "args"}, {"long long", "batch"}}};
+  const Params batch_args_k{{{"const FusegenArgs&", "args"}, {"long long", "k"}}};
   auto element = [](const char* a, const char* b, const char* c) {
     return Params{{{"const FusegenArgs&", "args"}, {"long long", a}, {"long long", b}, {"long long", c}}};
   };
@@ -641,11 +666,19 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["threads"] = constant_hook("kThreads", kThreads);
   hooks["inner_product"] = constant_hook("kInnerProduct", variant.inner_product);
   hooks["stages"] = constant_hook("kStages", variant.stages);
+  // Without a depth table the template never calls a_row / a_depth_offset.
+  hooks["a_depth_table"] = constant_hook("kADepthTable", static_cast<int>(g.a_depth_table));
+  hooks["a_row"] = hook("const float*", "a_row",
+                        Params{{{"const FusegenArgs&", "args"}, {"long long", "a_base"}, {"long long", "m"}}},
+                        g.a_depth_table > 0 ? g.a_row : returns("nullptr"));
+  hooks["a_depth_offset"] = hook("int", "a_depth_offset", batch_args_k,
+                                 g.a_depth_table > 0 ? g.a_depth_offset : returns("0"));
   hooks["a_vector"] = bool_hook("kAVector", g.a_vector);
   hooks["b_vector"] = bool_hook("kBVector", g.b_vector);
   hooks["shared_floats"] = constant_hook("kDynamicSharedFloats", static_cast<int>(variant.shared_floats()));
   hooks["a_along_k"] = bool_hook("kLoadAAlongK", g.a_along_k);
   hooks["b_along_k"] = bool_hook("kLoadBAlongK", g.b_along_k);
+  hooks["epilogue_along_m"] = bool_hook("kEpilogueAlongM", g.out_along_m);
   hooks["norm_group"] = constant_hook("kNormGroup", s.norm_group);
   hooks["norm_eps"] = "constexpr float kNormEps = " + eps + ";";
   hooks["stats_group"] = constant_hook("kStatsGroup", s.stats_group);
