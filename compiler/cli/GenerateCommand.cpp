@@ -1,5 +1,6 @@
 // `fusegen SPEC -o kernels.cu [-H kernels.h] [--dims N=1024] [--arch sm_90]
-//  [--precision strict|tf32] [--emit=ir|plan|cuda]`: offline generation.
+//  [--precision strict|tf32] [--gemm-block 128x64] [--emit=ir|plan|cuda]`:
+//  offline generation.
 #include "CommandLine.h"
 #include "Commands.h"
 
@@ -25,6 +26,14 @@ Result<int> parse_arch(const std::string& text) {
   return arch;
 }
 
+// "128x64" -> one of kGemmBlocks.
+Result<GemmBlock> parse_gemm_block(const std::string& text) {
+  for (const GemmBlock& block : kGemmBlocks)
+    if (text == std::to_string(block.rows) + "x" + std::to_string(block.cols))
+      return block;
+  return Error{"bad --gemm-block '" + text + "' (expected 128x128, 128x64 or 64x64)"};
+}
+
 Status write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -42,6 +51,7 @@ int generate_command(const std::vector<std::string>& args) {
                                                          {"dims", true, true},
                                                          {"arch", true, false},
                                                          {"precision", true, false},
+                                                         {"gemm-block", true, false},
                                                          {"emit", true, false},
                                                          {"dump-after", true, false}});
   if (!parsed) {
@@ -57,6 +67,9 @@ int generate_command(const std::vector<std::string>& args) {
   Result<int> arch = parse_arch(line.value("arch", "sm_90"));
   std::string emit = line.value("emit", "cuda");
   std::string precision_text = line.value("precision");
+  std::optional<Result<GemmBlock>> gemm_block;
+  if (line.has("gemm-block"))
+    gemm_block = parse_gemm_block(line.value("gemm-block"));
   std::string usage_error;
   if (!dims)
     usage_error = dims.error();
@@ -66,6 +79,8 @@ int generate_command(const std::vector<std::string>& args) {
     usage_error = "bad --emit '" + emit + "' (expected ir, plan or cuda)";
   else if (!precision_text.empty() && precision_text != "strict" && precision_text != "tf32")
     usage_error = "bad --precision '" + precision_text + "' (expected strict or tf32)";
+  else if (gemm_block && !*gemm_block)
+    usage_error = gemm_block->error();
   if (!usage_error.empty()) {
     std::cerr << "fusegen: error: " << usage_error << "\n";
     return kExitUsage;
@@ -80,6 +95,8 @@ int generate_command(const std::vector<std::string>& args) {
   options.source_name = line.positional[0];
   if (!precision_text.empty())
     options.precision = precision_text == "tf32" ? Precision::TF32 : Precision::Strict;
+  if (gemm_block)
+    options.gemm_block = gemm_block->value();
   std::vector<Plan> plans;
   std::string text;
   for (const Fusion& fusion : spec->module.fusions) {

@@ -13,12 +13,14 @@ constexpr const char* kUsage = R"(usage: fusegen <command> [options]
 
 Generate CUDA (no GPU needed):
   fusegen SPEC -o kernels.cu [-H kernels.h] [--dims N=1024] [--arch sm_90]
-         [--precision strict|tf32] [--emit=ir|plan|cuda]
+         [--precision strict|tf32] [--gemm-block 128x64] [--emit=ir|plan|cuda]
       One self-contained .cu with every fusion of SPEC: extern "C" kernels
       and host launchers fusegen_<fusion>_launch(...) (define
       FUSEGEN_DEVICE_ONLY to drop them); -H writes a header declaring the
       launchers and fusegen_<fusion>_workspace_size(...). --dims bakes sizes
-      in; without it symbolic dims are runtime arguments. --emit stops early.
+      in; without it symbolic dims are runtime arguments. --gemm-block forces
+      every GEMM kernel's block (128x128, 128x64 or 64x64) instead of the
+      heuristic's. --emit stops early.
 
 Commands:
   check SPEC [--dims N=128] [--dump-after=PASS|all]

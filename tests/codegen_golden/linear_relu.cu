@@ -493,9 +493,10 @@ static_assert(kWarpsM * kWarpM == kBlockM && kWarpsN * kWarpN == kBlockN && kFra
 // 16-byte chunk c of row r sits at chunk c ^ (r % 8) of that row.
 constexpr int kRowStride = kWgmma ? kTileK : kTileK + 4;
 constexpr int kAsyncSliceFloats = (kBlockM + kBlockN) * kRowStride;
-// wgmma with 3xTF32: two slices' small parts (same layout), and 1 KB of
-// slack to align the slices to the swizzle's 1024 bytes.
-constexpr int kSmallFloats = kWgmma && kInnerProduct == 1 ? 2 * kAsyncSliceFloats : 0;
+// wgmma with 3xTF32: two slices' small parts of B (same layout; A is split
+// in registers), and 1 KB of slack to align the slices to the swizzle's
+// 1024 bytes.
+constexpr int kSmallFloats = kWgmma && kInnerProduct == 1 ? 2 * kBlockN * kRowStride : 0;
 constexpr int kAlignFloats = kWgmma ? 256 : 0;
 constexpr int kAsyncFloats = kStages * kAsyncSliceFloats + kSmallFloats + kAlignFloats > kEpilogueFloats
                                  ? kStages * kAsyncSliceFloats + kSmallFloats + kAlignFloats
@@ -959,11 +960,76 @@ __device__ __forceinline__ void gemm_wgmma(float (&d)[kN][4], unsigned long long
     gemm_wgmma_n64(d, a, b, accumulate);
 }
 
-// Splits the slice in place into its tf32 big parts and writes the small
-// parts to `small` (same layout); the split is element-wise, so the swizzle
-// does not matter.
-__device__ __forceinline__ void split_slice(float* slice, float* small) {
-  constexpr int kVectors = kAsyncSliceFloats / 4;
+// acc (m64n64 or m64n128, fp32) += a (64 x 8, tf32 fragments in registers:
+// warp w of the warpgroup holds rows 16w.., as mma.sync's m16n8k8 A) * b
+// (N x 8, K-major in shared memory)^T.
+template <int kN>
+__device__ __forceinline__ void gemm_wgmma_rs(float (&d)[kN][4], const unsigned int (&a)[4], unsigned long long b) {
+  static_assert(!kWgmma || kN == 16 || kN == 8, "wgmma blocks are 128 or 64 columns wide");
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if constexpr (kN == 16)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+                 "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+                 "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+                 "%56, %57, %58, %59, %60, %61, %62, %63}, "
+                 "{%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+                   "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+                   "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+                   "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+                   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+                   "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+                   "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+                   "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]),
+                   "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+                   "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]),
+                   "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]),
+                   "+f"(d[15][2]), "+f"(d[15][3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+  else if constexpr (kN == 8)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+                 "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                 "{%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+                   "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+                   "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+                   "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+                   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+                   "+f"(d[7][2]), "+f"(d[7][3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+#else
+  (void)d;
+  (void)a;
+  (void)b;
+#endif
+}
+
+// This thread's A fragment of k step k8 of a landed slice for its
+// warpgroup's rows, split into tf32 big and small parts: register r holds
+// (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4) of the warp's 16 rows (g =
+// lane / 4, t = lane % 4), read through the 128-byte swizzle (conflict-free:
+// the 8 rows of a lane group sit in 8 different 16-byte chunks).
+__device__ __forceinline__ void load_split_a(const float* slice, int k8, unsigned int (&big)[4],
+                                             unsigned int (&small)[4]) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int row = (threadIdx.x / 128) * 64 + ((threadIdx.x / 32) % 4) * 16 + g;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int rr = row + (r & 1) * 8, k = k8 * 8 + t + (r >> 1) * 4;
+    gemm_split(slice[rr * kRowStride + (((k / 4) ^ (rr % 8)) * 4) + k % 4], big[r], small[r]);
+  }
+}
+
+// Splits `count` floats in place into their tf32 big parts and writes the
+// small parts to `small` (same layout); the split is element-wise, so the
+// swizzle does not matter.
+template <int kCount>
+__device__ __forceinline__ void split_floats(float* slice, float* small) {
+  constexpr int kVectors = kCount / 4;
   static_assert(!kWgmma || kVectors % kThreads == 0, "split vectors must divide evenly among the threads");
 #pragma unroll
   for (int i = 0; i < kVectors / kThreads; ++i) {
@@ -988,12 +1054,10 @@ __device__ __forceinline__ void split_slice(float* slice, float* small) {
   }
 }
 
-// One slice's products with wgmma for this thread's warpgroup (rows
-// 64 * (warp / 4) and up, over the block's width), committed as one group.
-// 3xTF32 (small parts given): small*big + big*small + big*big into `sums`,
-// the first product overwriting them; TF32: big*big added to `sums`.
-__device__ __forceinline__ void issue_slice_wgmma(const float* slice, const float* small, float (&sums)[kFragsN][4],
-                                                  bool overwrite) {
+// One slice's TF32 products with wgmma for this thread's warpgroup (rows
+// 64 * (warp / 4) and up, over the block's width) added to `sums`,
+// committed as one group.
+__device__ __forceinline__ void issue_slice_wgmma(const float* slice, float (&sums)[kFragsN][4]) {
   const int group = threadIdx.x / 128;
   const unsigned long long a = gemm_descriptor(slice + group * 64 * kRowStride);
   const unsigned long long b = gemm_descriptor(slice + kBlockM * kRowStride);
@@ -1002,15 +1066,34 @@ __device__ __forceinline__ void issue_slice_wgmma(const float* slice, const floa
     // k steps advance 32 bytes within the 128-byte rows: 2 in the
     // descriptor's 16-byte address units.
     const unsigned long long step = 2ull * k8;
-    if (small) {
-      const unsigned long long a_small = gemm_descriptor(small + group * 64 * kRowStride);
-      const unsigned long long b_small = gemm_descriptor(small + kBlockM * kRowStride);
-      gemm_wgmma(sums, a_small + step, b + step, !(overwrite && k8 == 0));
-      gemm_wgmma(sums, a + step, b_small + step, 1);
-    }
-    gemm_wgmma(sums, a + step, b + step, small || !overwrite || k8 > 0);
+    gemm_wgmma(sums, a + step, b + step, 1);
   }
   gemm_wgmma_commit();
+}
+
+// One slice's 3xTF32 products for this thread's warpgroup, A from registers,
+// B's big parts in the slice and its small parts in `b_small`: small*big +
+// big*small + big*big added to `sums`, one commit group per k step. A's
+// fragments go through two register sets: a set is refilled (shared loads
+// and the split, while the previous step's products run) once the products
+// two steps back, which read it, have finished.
+__device__ __forceinline__ void issue_slice_wgmma_split(const float* slice, const float* b_small,
+                                                        float (&sums)[kFragsN][4]) {
+  const unsigned long long b = gemm_descriptor(slice + kBlockM * kRowStride);
+  const unsigned long long b_rest = gemm_descriptor(b_small);
+  unsigned int a_big[2][4], a_small[2][4];
+#pragma unroll
+  for (int k8 = 0; k8 < kTileK / 8; ++k8) {
+    if (k8 >= 2)
+      gemm_wgmma_wait<1>();
+    load_split_a(slice, k8, a_big[k8 & 1], a_small[k8 & 1]);
+    gemm_wgmma_fence(); // the fragments (and sums) were written by ordinary instructions
+    const unsigned long long step = 2ull * k8; // 32 bytes in 16-byte units
+    gemm_wgmma_rs(sums, a_small[k8 & 1], b + step);
+    gemm_wgmma_rs(sums, a_big[k8 & 1], b_rest + step);
+    gemm_wgmma_rs(sums, a_big[k8 & 1], b + step);
+    gemm_wgmma_commit();
+  }
 }
 
 // The block's products with wgmma.
@@ -1018,10 +1101,12 @@ __device__ __forceinline__ void issue_slice_wgmma(const float* slice, const floa
 //   in flight (wait_group 1), so a stage is refilled only after the products
 //   that read it, two slices back, finished in both warpgroups. The tensor
 //   cores take the fp32 bits as they are (they read the tf32 part).
-//   3xTF32: copies run kStages - 1 ahead. Each landed slice is split once
-//   (every thread a share: big parts in place, small parts into one of two
-//   buffers), and the split of slice s + 1 runs while slice s's products are
-//   on the tensor cores. The products of a slice go into separate sums that
+//   3xTF32: copies run kStages - 1 ahead. Each landed slice's B is split
+//   once (every thread a share: big parts in place, small parts into one of
+//   two buffers) while slice s's products are on the tensor cores; each
+//   warpgroup loads and splits its own rows of A in registers (wgmma's
+//   register-A form), so the tensor cores read only B from shared memory
+//   (bench/NOTES.md v9). The products of a slice go into separate sums that
 //   are added to acc with rounded fp32 adds, as multiply_into() does.
 __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, float* smem, const GemmExtents& e,
                                                        long long batch, long long m0, long long n0,
@@ -1030,7 +1115,8 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
   static_assert(!kWgmma || kAhead >= 2, "the wgmma pipeline needs more stages");
   const long long a_base = a_offset(args, batch), b_base = b_offset(args, batch);
   const long long slices = (e.depth + kTileK - 1) / kTileK;
-  float* small = smem + kStages * kAsyncSliceFloats; // 3xTF32: two buffers
+  float* small = smem + kStages * kAsyncSliceFloats; // 3xTF32: two buffers of B's small parts
+  constexpr int kBFloats = kBlockN * kRowStride;
 #pragma unroll
   for (int stage = 0; stage < kAhead; ++stage) {
     if (stage < slices)
@@ -1041,7 +1127,7 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
     if (slices > 0) {
       gemm_copy_wait<kAhead - 1>();
       __syncthreads(); // slice 0 has landed
-      split_slice(smem, small);
+      split_floats<kBFloats>(smem + kBlockM * kRowStride, small);
       gemm_fence_async_proxy(); // the tensor cores read what the split wrote
       __syncthreads();
     }
@@ -1053,13 +1139,13 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
       if (next < slices)
         copy_slice_async(args, e, a_base, b_base, m0, n0, next * kTileK, smem + (next % kStages) * kAsyncSliceFloats);
       gemm_copy_commit();
-      float sums[kFragsN][4] = {}; // overwritten by the first product; zeroed for the compiler
-      gemm_wgmma_fence();
-      issue_slice_wgmma(smem + (s % kStages) * kAsyncSliceFloats, small + (s & 1) * kAsyncSliceFloats, sums, true);
+      float sums[kFragsN][4] = {};
+      issue_slice_wgmma_split(smem + (s % kStages) * kAsyncSliceFloats, small + (s & 1) * kBFloats, sums);
       if (s + 1 < slices) {
         gemm_copy_wait<kAhead - 1>();
         __syncthreads(); // slice s + 1 has landed
-        split_slice(smem + ((s + 1) % kStages) * kAsyncSliceFloats, small + ((s + 1) & 1) * kAsyncSliceFloats);
+        split_floats<kBFloats>(smem + ((s + 1) % kStages) * kAsyncSliceFloats + kBlockM * kRowStride,
+                               small + ((s + 1) & 1) * kBFloats);
       }
       gemm_wgmma_wait<0>();
 #pragma unroll
@@ -1081,7 +1167,7 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
       if (next < slices)
         copy_slice_async(args, e, a_base, b_base, m0, n0, next * kTileK, smem + (next % kStages) * kAsyncSliceFloats);
       gemm_copy_commit();
-      issue_slice_wgmma(smem + (s % kStages) * kAsyncSliceFloats, nullptr, acc[0], false);
+      issue_slice_wgmma(smem + (s % kStages) * kAsyncSliceFloats, acc[0]);
       gemm_wgmma_wait<1>();
     }
     gemm_wgmma_wait<0>();

@@ -389,10 +389,29 @@ TEST(Cli, PlanPrintsKernelsBuffersAndLaunches) {
   EXPECT_TRUE(contains(r.out, "t8 : f32[1024, 1] intermediate, 4.0 KiB")) << r.out;
   // Strict precision at 1024 x 8192 for sm_90 (wgmma): 128x128 blocks (8 * 64
   // of them); dynamic shared memory for 4 cp.async stages of (128 + 128) x 32
-  // floats, the small parts of two slices and 1 KB of alignment slack.
+  // floats, the small parts of B (128 x 32) for two slices and 1 KB of
+  // alignment slack.
   EXPECT_TRUE(contains(r.out, "fusegen_gemm_groupnorm_min_biasadd_k0: grid (64, 8, 1), block 256, "
-                              "dynamic shared 197632 B")) << r.out;
+                              "dynamic shared 164864 B")) << r.out;
   EXPECT_TRUE(contains(r.out, "fills t8 with inf first")) << r.out;
+}
+
+TEST(Cli, GemmBlockForcesTheBlockOrFailsClearly) {
+  TempDir dir;
+  std::string spec = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/75_gemm_groupnorm_min_biasadd.fg";
+  std::string cu = (dir.path() / "k.cu").string();
+  CliResult forced = run_cli({spec, "-o", cu, "--dims", "N=1024", "--gemm-block", "64x64"});
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  std::string source = read_file(cu);
+  EXPECT_TRUE(contains(source, "constexpr int kBlockM = 64;") && contains(source, "constexpr int kBlockN = 64;"));
+  // The conv's gathered operands only run 64x64 blocks.
+  std::string conv = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/85_conv2d_groupnorm_scale_maxpool_clamp.fg";
+  CliResult refused = run_cli({conv, "-o", cu, "--dims", "N=8", "--gemm-block", "128x64"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_TRUE(contains(refused.err, "cannot take 128x64 blocks (gathered operands take 64x64)")) << refused.err;
+  CliResult bad = run_cli({spec, "-o", cu, "--gemm-block", "96x64"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "bad --gemm-block '96x64'")) << bad.err;
 }
 
 TEST(Cli, GenerateWritesSourceAndHeader) {

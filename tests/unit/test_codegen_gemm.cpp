@@ -479,12 +479,13 @@ TEST(CodegenGemm, DeterministicAndStrictAndTf32UseDifferentInnerProducts) {
   strict_lin.replace(at, std::string("constexpr int kInnerProduct = 1;").size(), "constexpr int kInnerProduct = 2;");
   // Shared memory, the larger of the mma.sync and wgmma layouts. Strict: 4
   // stages of 192 rows x 36 floats (27648) or 4 of 192 x 32 plus the small
-  // parts of two slices and 256 floats of alignment slack (37120). tf32: 5
+  // parts of B (64 x 32) for two slices and 256 floats of alignment slack
+  // (28928). tf32: 5
   // stages (wgmma keeps one group of products in flight) of 192 x 36 (34560)
   // or 192 x 32 plus the slack (30976).
   const std::string strict_shared = constant_of(strict_lin, "kDynamicSharedFloats");
   const std::string tf32_shared = constant_of(lin, "kDynamicSharedFloats");
-  EXPECT_EQ(strict_shared, "37120");
+  EXPECT_EQ(strict_shared, "28928");
   EXPECT_EQ(tf32_shared, "34560");
   at = strict_lin.find("constexpr int kStages = 4;");
   ASSERT_NE(at, std::string::npos);

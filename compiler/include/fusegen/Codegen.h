@@ -19,10 +19,24 @@ namespace fusegen {
 inline constexpr int kMaxKernelBuffers = 32;
 inline constexpr int kMaxKernelDims = 8;
 
+// A GEMM kernel's block: rows x columns of the output per thread block.
+struct GemmBlock {
+  int rows = 0, cols = 0;
+  bool operator==(const GemmBlock&) const = default;
+};
+
+// The blocks the GEMM template supports, largest first: the autotuner's
+// candidates. Which of them a kernel can take depends on its operands and
+// precision (docs/kernels-gemm.md).
+inline constexpr GemmBlock kGemmBlocks[] = {{128, 128}, {128, 64}, {64, 64}};
+
 struct CodegenOptions {
   int arch = 90;                      // sm_XY as XY; 80 and above
   std::optional<Precision> precision; // overrides each fusion's own
   std::string source_name = "spec";   // for the file comment
+  // Every GEMM kernel takes this block instead of the heuristic's choice; a
+  // block a kernel cannot take is an error naming it. Set by autotuning.
+  std::optional<GemmBlock> gemm_block;
 };
 
 // A size known as a number (specialized dims) and/or as a C expression over

@@ -556,11 +556,12 @@ struct GemmVariant {
     const int64_t epilogue = kTile * (kTile + 1) + (kThreads / kTile) * kTile + kTile;
     if (async) {
       // mma.sync: rows padded by 4 floats. wgmma (sm_90a, 128-row blocks):
-      // unpadded rows, 3xTF32's small parts of two slices, 1 KB for alignment.
-      // The same source serves both, so it gets the larger.
+      // unpadded rows, 3xTF32's small parts of B for two slices (A is split
+      // in registers), 1 KB for alignment. The same source serves both, so it
+      // gets the larger.
       const int64_t rows = block_m + block_n;
       const int64_t mma_sync = stages * rows * (tile_k + 4);
-      const int64_t wgmma = stages * rows * tile_k + (inner_product == 1 ? 2 * rows * tile_k : 0) + 256;
+      const int64_t wgmma = stages * rows * tile_k + (inner_product == 1 ? 2 * block_n * tile_k : 0) + 256;
       return std::max({mma_sync, block_m == 128 ? wgmma : 0, epilogue});
     }
     const int64_t slice = tile_k * ((block_m + kTensorCorePad) + (block_n + kTensorCorePad));
@@ -573,7 +574,7 @@ struct GemmVariant {
 // block: bigger blocks re-read A and B fewer times (128x128 halves the
 // traffic of 64x64), but a launch of a few big blocks leaves SMs idle.
 // Unknown extents (symbolic dims) take the largest block.
-GemmVariant choose_variant(const EmitContext& ctx, const GemmMapping& g) {
+Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g) {
   GemmVariant v;
   v.inner_product = ctx.precision() == Precision::TF32 ? 2 : 1;
   // Deeper slices when loads are 16-byte vectors; element-wise operand loads
@@ -590,14 +591,25 @@ GemmVariant choose_variant(const EmitContext& ctx, const GemmMapping& g) {
   // starts at 128x64. On sm_90 linear-like operands take wgmma (no fragment
   // registers), where 128x128 fits.
   const bool wgmma = ctx.options().arch >= 90 && g.a_vector && g.b_vector && g.a_along_k && g.b_along_k;
-  const std::pair<int, int> candidates[] = {{128, 128}, {128, 64}, {64, 64}};
   // Element-wise operand loads (conv2d's gather) are latency-bound: 64x64
   // blocks run two per SM (templates/gemm.cu), which measured faster.
   const bool gathers = !(g.a_vector && g.b_vector);
-  for (const auto& [bm, bn] : candidates) {
-    if (gathers && bm * bn > 64 * 64)
-      continue;
-    if (v.inner_product == 1 && !wgmma && bm * bn > 128 * 64)
+  // What the template can run: gathers only in 64x64 blocks (three per SM);
+  // strict mma.sync at most 128x64 (its separate sums spill beside 128x128).
+  auto supported = [&](int bm, int bn) {
+    return !(gathers && bm * bn > 64 * 64) && !(v.inner_product == 1 && !wgmma && bm * bn > 128 * 64);
+  };
+  if (const std::optional<GemmBlock>& forced = ctx.options().gemm_block) {
+    if (!supported(forced->rows, forced->cols))
+      return Error{"this GEMM kernel cannot take " + std::to_string(forced->rows) + "x" +
+                   std::to_string(forced->cols) + " blocks (" +
+                   (gathers ? "gathered operands take 64x64" : "strict mma.sync takes at most 128x64") + ")"};
+    v.block_m = forced->rows;
+    v.block_n = forced->cols;
+    return v;
+  }
+  for (const auto& [bm, bn] : kGemmBlocks) {
+    if (!supported(bm, bn))
       continue;
     if (bn > kTile && g.launch_cols.value && *g.launch_cols.value <= kTile)
       continue; // half the block would be past the last column
@@ -659,7 +671,10 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   auto& hooks = source.hooks;
   hooks["tile_m"] = constant_hook("kTileM", kTile);
   hooks["tile_n"] = constant_hook("kTileN", kTile);
-  const GemmVariant variant = choose_variant(ctx, g);
+  Result<GemmVariant> chosen = choose_variant(ctx, g);
+  if (!chosen)
+    return Error{chosen.error()};
+  const GemmVariant& variant = chosen.value();
   hooks["block_m"] = constant_hook("kBlockM", variant.block_m);
   hooks["block_n"] = constant_hook("kBlockN", variant.block_n);
   hooks["tile_k"] = constant_hook("kTileK", variant.tile_k);
