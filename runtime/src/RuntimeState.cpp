@@ -91,8 +91,9 @@ std::shared_ptr<runtime::LoadedFusion> RuntimeState::build(const FunctionState& 
     return load(kernels, info, context);
   } catch (const RuntimeError& error) {
     // An entry from disk that the driver refuses (e.g. written by another
-    // NVRTC) must not fail the call: rebuild it.
-    if (!kernels.from_disk || error.kind() != ErrorKind::Driver)
+    // NVRTC), or whose launch plan does not fit the fusion, must not fail
+    // the call: rebuild it (a fresh build reports its own errors).
+    if (!kernels.from_disk || (error.kind() != ErrorKind::Driver && error.kind() != ErrorKind::Compile))
       throw;
     provider.reject(kernels, error.what());
     kernels = provider.provide(request, /*read_disk=*/false);
@@ -103,7 +104,7 @@ std::shared_ptr<runtime::LoadedFusion> RuntimeState::build(const FunctionState& 
 std::shared_ptr<runtime::LoadedFusion> RuntimeState::load(const runtime::ProvidedKernels& kernels,
                                                           const runtime::DeviceInfo& info, CUcontext context) {
   try {
-    return std::make_shared<runtime::LoadedFusion>(driver(), context, info, kernels.entry, kernels.unit.concrete);
+    return std::make_shared<runtime::LoadedFusion>(driver(), context, info, kernels.entry, kernels.concrete);
   } catch (const RuntimeError& error) {
     if (error.kind() != ErrorKind::Driver || kernels.from_disk)
       throw;

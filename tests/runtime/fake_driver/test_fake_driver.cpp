@@ -487,6 +487,41 @@ TEST_F(FakeDriver, EntryTheDriverRefusesIsRebuilt) {
   EXPECT_EQ(rewritten.value().image.substr(1, 3), "ELF");
 }
 
+// A disk hit trusts the stored launch plan (it is not regenerated); one that
+// does not fit the fusion (here a buffer naming no tensor) is rebuilt, not
+// an error of the call.
+TEST_F(FakeDriver, EntryWithAnUnfitLaunchPlanIsRebuilt) {
+  auto loaded = testing::load_module(testing::kElementwiseSpec);
+  {
+    Runtime warm(0, options());
+    Tensors t(warm, specialized(*loaded, 32));
+    warm.load_string(testing::kElementwiseSpec).function("scale_relu").call(t.args, t.outs);
+  }
+  std::string entry;
+  for (const auto& file : std::filesystem::directory_iterator(cache_.path()))
+    entry = file.path().string();
+  Result<runtime::CacheEntry> decoded = runtime::decode_entry(testing::read_text(entry));
+  ASSERT_TRUE(decoded);
+  const runtime::LaunchPlan good = decoded.value().launch;
+  ASSERT_FALSE(decoded.value().launch.buffers.empty());
+  decoded.value().launch.buffers[0].role = runtime::BufferBinding::Role::Argument;
+  decoded.value().launch.buffers[0].name = "no_such_tensor";
+  testing::write_text(entry, runtime::encode_entry(decoded.value()));
+
+  Runtime rt(0, options());
+  Tensors t(rt, specialized(*loaded, 32));
+  rt.load_string(testing::kElementwiseSpec).function("scale_relu").call(t.args, t.outs);
+  EXPECT_EQ(rt.stats().disk_loads, 1u);
+  EXPECT_EQ(rt.stats().disk_rejects, 1u);
+  EXPECT_EQ(rt.stats().compiles, 1u);
+  EXPECT_EQ(rt.stats().calls, 1u);
+  ASSERT_EQ(log_.count(), 1u);
+  EXPECT_NE(log_.lines()[0].find("names no argument or output"), std::string::npos) << log_.lines()[0];
+  Result<runtime::CacheEntry> rewritten = runtime::decode_entry(testing::read_text(entry));
+  ASSERT_TRUE(rewritten);
+  EXPECT_EQ(rewritten.value().launch, good);
+}
+
 TEST_F(FakeDriver, CallerContextIsUsedAndLeftCurrent) {
   auto loaded = testing::load_module(testing::kElementwiseSpec);
   const runtime::DriverApi& api = runtime::driver();
