@@ -66,6 +66,13 @@ extern "C" void fakecuda_reset() {
   g_state.allocation_device.clear();
 }
 
+void* g_last_stream = nullptr;
+
+extern "C" void* fakecuda_last_stream() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_last_stream;
+}
+
 extern "C" void fakecuda_set_recording(int on) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_state.recording = on != 0;
@@ -335,6 +342,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, u
     launch.params.assign(block, block + 320);
   }
   std::lock_guard<std::mutex> lock(g_mutex);
+  g_last_stream = stream;
   if (g_state.recording)
     g_state.launches.push_back(std::move(launch));
   return CUDA_SUCCESS;

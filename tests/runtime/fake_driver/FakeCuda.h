@@ -47,3 +47,5 @@ inline constexpr int kHostMemory = -1;
 extern "C" fakecuda::State* fakecuda_state();
 extern "C" void fakecuda_reset();
 extern "C" void fakecuda_set_recording(int on);
+// The stream of the last kernel launch (recorded or not), for tests from C.
+extern "C" void* fakecuda_last_stream();
