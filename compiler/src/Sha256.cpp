@@ -1,5 +1,6 @@
 #include "fusegen/Sha256.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace fusegen {
@@ -59,13 +60,24 @@ void Sha256::compress(const uint8_t* block) {
 
 void Sha256::update(std::string_view data) {
   length_ += data.size();
-  for (char ch : data) {
-    buffer_[buffered_++] = static_cast<uint8_t>(ch);
-    if (buffered_ == 64) {
-      compress(buffer_);
-      buffered_ = 0;
-    }
+  const auto* bytes = reinterpret_cast<const uint8_t*>(data.data());
+  size_t left = data.size();
+  if (buffered_ > 0) { // complete the buffered block first
+    size_t take = std::min(left, 64 - buffered_);
+    std::memcpy(buffer_ + buffered_, bytes, take);
+    buffered_ += take;
+    bytes += take;
+    left -= take;
+    if (buffered_ < 64)
+      return;
+    compress(buffer_);
+    buffered_ = 0;
   }
+  for (; left >= 64; bytes += 64, left -= 64) // whole blocks straight from the input
+    compress(bytes);
+  if (left > 0)
+    std::memcpy(buffer_, bytes, left);
+  buffered_ = left;
 }
 
 std::array<uint8_t, 32> Sha256::finish() {

@@ -17,6 +17,7 @@ TensorSpec = collections.namedtuple("TensorSpec", "name kind dims")
 TensorSpec.__doc__ = """One tensor of a signature: name, kind ('input', 'param', 'state' or 'output')
 and dims (ints for constant dims, strings for symbols such as 'N')."""
 
+_VoidP = ctypes.c_void_p
 _MAX_PLANS = 256  # shape tuples kept per function; a workload with more starts over
 
 
@@ -76,7 +77,7 @@ class Function:
         self._out_capacity = sum(len(s.dims) for s in self.outputs)
         self._out_is_arg = "out" in self.argument_names  # then f(out=...) is that argument
         self._plans = {}
-        self._c_call = lib.fusegen_function_call
+        self._c_call = lib.function_call_unconverted  # see _library._declare: arguments typed here
         self._torch_device = None
 
     def __repr__(self):
@@ -157,7 +158,9 @@ class Function:
                 handle = _tensors.raw_stream(device) if use_torch else None
             else:
                 handle = _stream_handle(stream)
-            status = self._c_call(self._handle, plan.args, self._n_args, plan.outs, self._n_outs, handle)
+            # No argtypes on _c_call: a non-null stream must be a c_void_p.
+            status = self._c_call(self._handle, plan.args, self._n_args, plan.outs, self._n_outs,
+                                  _VoidP(handle) if handle else None)
             if status:
                 raise last_error(self._lib, status)
         finally:
@@ -187,6 +190,21 @@ class Function:
 
     def _given_outputs(self, out, plan):
         """Checks the caller's outputs against the plan's shapes and fills their pointers."""
+        Tensor_ = _tensors.TorchTensor
+        if Tensor_ is not None and type(out) is dict and len(out) == self._n_outs:
+            # The common case, torch tensors that fit, without building sets or messages.
+            f32 = _tensors.float32
+            device = self._device
+            results = []
+            for name, expected, slot in zip(self.output_names, plan.out_shapes, plan.out_slots):
+                t = out.get(name)
+                if not (isinstance(t, Tensor_) and t.dtype is f32 and t.get_device() == device
+                        and t.is_contiguous() and t.shape == expected):
+                    break  # the general path below checks again and words the error
+                slot.data = t.data_ptr()
+                results.append(t)
+            else:
+                return results
         if not isinstance(out, dict):
             raise ArgumentError("fusegen: %s: out= must be a dict {output name: tensor}" % self.name)
         unknown = sorted(set(out) - set(self.output_names))

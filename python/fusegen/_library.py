@@ -137,6 +137,14 @@ def _declare(lib):
                                        % (lib._name, name)) from None
         fn.restype = restype
         fn.argtypes = argtypes
+    # The call path's entry point once more, without argtypes: ctypes then
+    # converts nothing, which saves about 0.7 us per call (indexing makes a
+    # new function object; `lib.name` stays the checked one). Its callers pass
+    # exactly (c_void_p handle, Tensor array, int, Tensor array, int,
+    # c_void_p stream or None): an int stream would be passed as a C int.
+    raw = lib["fusegen_function_call"]
+    raw.restype = _status
+    lib.function_call_unconverted = raw
 
 
 def load():

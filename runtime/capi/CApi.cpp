@@ -5,6 +5,7 @@
 
 #include "fusegen/Runtime.h"
 
+#include <array>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -125,12 +126,22 @@ std::vector<Tensor> tensors_of(const fusegen_tensor* tensors, int32_t count, con
   return out;
 }
 
-std::vector<fusegen::TensorArg> arguments_of(const fusegen_tensor* tensors, int32_t count) {
-  return tensors_of<fusegen::TensorArg>(tensors, count, "arguments");
+// The C tensors of a call as references (nothing copied), checked as
+// tensors_of checks them; `refs` has room for `count`.
+void refs_of(const fusegen_tensor* tensors, int32_t count, const char* list, fusegen::TensorRef* refs) {
+  if (count < 0 || (count > 0 && !tensors))
+    throw Invalid{std::string(list) + ": " + std::to_string(count) + " tensors at " + (tensors ? "an array" : "NULL")};
+  for (int32_t i = 0; i < count; ++i) {
+    const fusegen_tensor& tensor = tensors[i];
+    if (!tensor.name || tensor.rank < 0 || tensor.rank > 64 || (tensor.rank > 0 && !tensor.shape) ||
+        tensor.dtype != FUSEGEN_FLOAT32)
+      shape_of(tensor, list, i); // throws the error
+    refs[i] = {tensor.name, tensor.data, tensor.shape, static_cast<size_t>(tensor.rank)};
+  }
 }
 
-std::vector<fusegen::TensorOut> outputs_of(const fusegen_tensor* tensors, int32_t count) {
-  return tensors_of<fusegen::TensorOut>(tensors, count, "outputs");
+std::vector<fusegen::TensorArg> arguments_of(const fusegen_tensor* tensors, int32_t count) {
+  return tensors_of<fusegen::TensorArg>(tensors, count, "arguments");
 }
 
 fusegen_tensor_kind kind_code(fusegen::TensorKind kind) {
@@ -374,7 +385,23 @@ fusegen_status fusegen_function_call(const fusegen_function* function, const fus
                                      void* stream) {
   return guarded([&] {
     require(function, "function");
-    function->function.call(arguments_of(arguments, argument_count), outputs_of(outputs, output_count), stream);
+    // On the stack for the usual few tensors: a call allocates nothing here.
+    constexpr int32_t kOnStack = 16;
+    std::array<fusegen::TensorRef, kOnStack> arg_stack, out_stack;
+    std::vector<fusegen::TensorRef> arg_heap, out_heap;
+    fusegen::TensorRef* args = arg_stack.data();
+    fusegen::TensorRef* outs = out_stack.data();
+    if (argument_count > kOnStack) {
+      arg_heap.resize(static_cast<size_t>(argument_count));
+      args = arg_heap.data();
+    }
+    if (output_count > kOnStack) {
+      out_heap.resize(static_cast<size_t>(output_count));
+      outs = out_heap.data();
+    }
+    refs_of(arguments, argument_count, "arguments", args);
+    refs_of(outputs, output_count, "outputs", outs);
+    function->function.call(args, static_cast<size_t>(argument_count), outs, static_cast<size_t>(output_count), stream);
   });
 }
 

@@ -1,10 +1,13 @@
 #include "CacheKey.h"
 
+#include "fusegen/GeneratorIdentity.h"
 #include "fusegen/Sha256.h"
 
 #include <sstream>
 
 namespace fusegen::runtime {
+
+const char* generator_identity() { return FUSEGEN_GENERATOR_IDENTITY; }
 
 std::string dims_text(const DimBindings& dims) {
   std::string text;
@@ -17,6 +20,7 @@ std::string CacheKey::material() const {
   std::string out = "fusegen-cache-key\n";
   out += "schema=" + std::to_string(schema) + "\n";
   out += "fusegen=" + fusegen_version + "\n";
+  out += "generator=" + generator + "\n";
   out += "nvrtc=" + nvrtc_version + "\n";
   out += "arch=sm_" + std::to_string(arch) + "\n";
   out += "target=" + target + "\n";
@@ -24,7 +28,6 @@ std::string CacheKey::material() const {
   out += "fingerprint=" + fingerprint + "\n";
   out += "dims=" + dims_text(dims) + "\n";
   out += std::string("precision=") + precision_name(precision) + "\n";
-  out += "source_sha256=" + source_sha256 + "\n";
   for (const std::string& option : nvrtc_options)
     out += "option=" + option + "\n";
   return out;

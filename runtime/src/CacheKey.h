@@ -1,7 +1,11 @@
 // The identity of a compiled kernel image: everything that can change the
-// cubin. Its canonical text ("key material") is stored in each disk cache
-// entry and its SHA-256 names the entry file, so an entry is only ever read
-// for exactly the key it was written for.
+// cubin or the launch plan stored with it. Its canonical text ("key
+// material") is stored in each disk cache entry and its SHA-256 names the
+// entry file, so an entry is only ever read for exactly the key it was
+// written for. Every field is known before any code is generated, so a disk
+// hit needs no generation: the generated source is covered by the
+// generator's build identity (FUSEGEN_GENERATOR_IDENTITY) instead of its
+// own hash.
 #pragma once
 
 #include "fusegen/IR.h"
@@ -14,11 +18,14 @@
 namespace fusegen::runtime {
 
 // Bump when the entry format or the meaning of a key field changes.
-inline constexpr uint32_t kCacheSchemaVersion = 1;
+// 2: the key names the generator's build identity instead of the generated
+// source's SHA-256.
+inline constexpr uint32_t kCacheSchemaVersion = 2;
 
 struct CacheKey {
   uint32_t schema = kCacheSchemaVersion;
   std::string fusegen_version;            // FUSEGEN_VERSION
+  std::string generator;                  // generator_identity()
   std::string nvrtc_version;              // "13.0"
   std::vector<std::string> nvrtc_options; // exactly as passed
   int arch = 0;                           // the device's sm_XY as XY
@@ -27,13 +34,16 @@ struct CacheKey {
   std::string fingerprint; // of the unspecialized fusion (IRPrinter.h)
   DimBindings dims;        // the fusion's symbols only
   Precision precision = Precision::Strict;
-  std::string source_sha256; // of the generated CUDA source
 
   // "key=value" lines in a fixed order; deterministic.
   std::string material() const;
   // sha256(material) + ".fgc"
   std::string file_name() const;
 };
+
+// The SHA-256 of the code generator's sources and templates, computed at
+// build time (cmake/GeneratorIdentity.cmake).
+const char* generator_identity();
 
 // "N=1024,M=64" (sorted by name), or "-" when there are no dims.
 std::string dims_text(const DimBindings& dims);

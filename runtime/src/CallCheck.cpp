@@ -155,6 +155,12 @@ CheckedCall check_call(const Fusion& fusion, const std::vector<TensorArg>& argum
 }
 
 void check_device_pointers(const DriverApi& api, int ordinal, const Fusion& fusion, const CheckedCall& call) {
+  check_device_pointers(api, ordinal, fusion, call.arguments, call.argument_bytes, call.outputs, call.output_bytes);
+}
+
+void check_device_pointers(const DriverApi& api, int ordinal, const Fusion& fusion,
+                           const std::vector<CUdeviceptr>& arguments, const std::vector<int64_t>& argument_bytes,
+                           const std::vector<CUdeviceptr>& outputs, const std::vector<int64_t>& output_bytes) {
   auto check = [&](const std::string& name, CUdeviceptr address, int64_t bytes) {
     if (bytes == 0)
       return;
@@ -186,10 +192,10 @@ void check_device_pointers(const DriverApi& api, int ordinal, const Fusion& fusi
                        ") extends past the end of its allocation (" + std::to_string(size) + " bytes at " + hex(start) +
                        ")");
   };
-  for (size_t i = 0; i < call.arguments.size(); ++i)
-    check(fusion.value(fusion.arguments[i]).name, call.arguments[i], call.argument_bytes[i]);
-  for (size_t i = 0; i < call.outputs.size(); ++i)
-    check(fusion.outputs[i].name, call.outputs[i], call.output_bytes[i]);
+  for (size_t i = 0; i < arguments.size(); ++i)
+    check(fusion.value(fusion.arguments[i]).name, arguments[i], argument_bytes[i]);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    check(fusion.outputs[i].name, outputs[i], output_bytes[i]);
 }
 
 void check_output_shapes(const Fusion& fusion, const CheckedCall& call,

@@ -34,6 +34,10 @@ CheckedCall check_call(const Fusion& fusion, const std::vector<TensorArg>& argum
 // `ordinal` and that each tensor lies inside its allocation. Throws
 // RuntimeError (ErrorKind::Argument).
 void check_device_pointers(const DriverApi& api, int ordinal, const Fusion& fusion, const CheckedCall& call);
+// The same for pointers and sizes in the fusion's argument and output order.
+void check_device_pointers(const DriverApi& api, int ordinal, const Fusion& fusion,
+                           const std::vector<CUdeviceptr>& arguments, const std::vector<int64_t>& argument_bytes,
+                           const std::vector<CUdeviceptr>& outputs, const std::vector<int64_t>& output_bytes);
 
 // Compares the given output shapes with the specialized fusion's.
 void check_output_shapes(const Fusion& fusion, const CheckedCall& call,

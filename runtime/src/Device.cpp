@@ -35,6 +35,13 @@ ContextScope::ContextScope(const DriverApi& api, CUcontext context) : api_(api) 
   }
 }
 
+ContextScope::ContextScope(const DriverApi& api, CUcontext context, CUcontext current) : api_(api) {
+  if (current != context) {
+    FUSEGEN_CU(api_, cuCtxPushCurrent_v2, context);
+    pushed_ = true;
+  }
+}
+
 ContextScope::~ContextScope() {
   if (pushed_) {
     CUcontext popped = nullptr;

@@ -26,6 +26,8 @@ DeviceInfo open_device(const DriverApi& api, int ordinal);
 class ContextScope {
 public:
   ContextScope(const DriverApi& api, CUcontext context);
+  // With the thread's current context already known (RuntimeState::call_context).
+  ContextScope(const DriverApi& api, CUcontext context, CUcontext current);
   ~ContextScope();
   ContextScope(const ContextScope&) = delete;
   ContextScope& operator=(const ContextScope&) = delete;

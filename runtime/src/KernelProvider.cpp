@@ -74,11 +74,9 @@ ProvidedKernels KernelProvider::provide(const KernelRequest& request, bool read_
     throw RuntimeError(ErrorKind::Compile, target.error());
 
   ProvidedKernels out;
-  out.unit = generate_unit(*request.fusion, request.dims, request.precision, target.value().arch, request.sources);
-  ++counters_.generations;
-
   CacheKey& key = out.key;
   key.fusegen_version = FUSEGEN_VERSION;
+  key.generator = generator_identity();
   key.nvrtc_version = nvrtc.version();
   key.nvrtc_options = nvrtc_options(target.value(), request.precision);
   key.arch = request.arch;
@@ -87,13 +85,17 @@ ProvidedKernels KernelProvider::provide(const KernelRequest& request, bool read_
   key.fingerprint = request.fingerprint;
   key.dims = request.dims;
   key.precision = request.precision;
-  key.source_sha256 = out.unit.source_sha256;
 
   if (disk_ && read_disk) {
     DiskCache::Loaded loaded = disk_->load(key);
-    if (loaded.status == DiskCache::Lookup::Hit && loaded.entry.launch != out.unit.launch)
-      loaded = {DiskCache::Lookup::Bad, {}, "its launch metadata differs from the generated code"};
+    // The key names the fusion; a plan for another one is a damaged entry.
+    if (loaded.status == DiskCache::Lookup::Hit && loaded.entry.launch.fusion != key.fusion)
+      loaded = {DiskCache::Lookup::Bad, {}, "its launch plan is for fusion '" + loaded.entry.launch.fusion + "'"};
     if (loaded.status == DiskCache::Lookup::Hit) {
+      // Only the specialization (for the argument and output shapes); the
+      // stored launch plan is used as it is.
+      out.concrete = specialize_or_throw(*request.fusion, request.dims, request.sources);
+      out.concrete.precision = request.precision;
       ++counters_.disk_loads;
       out.entry = std::move(loaded.entry);
       out.from_disk = true;
@@ -107,13 +109,17 @@ ProvidedKernels KernelProvider::provide(const KernelRequest& request, bool read_
     }
   }
 
-  const std::string program = failed_source_path(out.unit);
-  Result<std::string> image = nvrtc_compile(out.unit.source, program, key.nvrtc_options, !target.value().cubin);
+  GeneratedUnit unit =
+      generate_unit(*request.fusion, request.dims, request.precision, target.value().arch, request.sources);
+  ++counters_.generations;
+  const std::string program = failed_source_path(unit);
+  Result<std::string> image = nvrtc_compile(unit.source, program, key.nvrtc_options, !target.value().cubin);
   ++counters_.compiles;
   if (!image)
-    throw_nvrtc_failure(out.unit, key, program, image.error());
+    throw_nvrtc_failure(unit, key, program, image.error());
+  out.concrete = std::move(unit.concrete);
   out.entry.key_material = key.material();
-  out.entry.launch = out.unit.launch;
+  out.entry.launch = std::move(unit.launch);
   out.entry.ptx = !target.value().cubin;
   out.entry.image = std::move(image.value());
   if (disk_) {

@@ -1,6 +1,8 @@
-// Kernels for one (fusion, dims, precision, arch): generates the source, then
-// takes the compiled image from the disk cache or compiles it with NVRTC and
-// stores it. Needs no GPU; shared by the JIT runtime and warm-up.
+// Kernels for one (fusion, dims, precision, arch): takes the compiled image
+// and its launch plan from the disk cache, or generates the source, compiles
+// it with NVRTC and stores it. A disk hit generates nothing (the key is known
+// without generation, CacheKey.h). Needs no GPU; shared by the JIT runtime
+// and warm-up.
 #pragma once
 
 #include "CacheEntry.h"
@@ -34,7 +36,7 @@ struct KernelRequest {
 };
 
 struct ProvidedKernels {
-  GeneratedUnit unit;
+  Fusion concrete; // the fusion specialized at the dims
   CacheKey key;
   CacheEntry entry; // launch plan and image
   bool from_disk = false;

@@ -17,18 +17,28 @@ template <class Key, class Value> class OnceCache {
 public:
   // The value for `key` and whether this call built it (with `build()`).
   template <class Build> std::pair<Value, bool> get(const Key& key, Build&& build) {
-    std::promise<Value> promise;
     std::shared_future<Value> existing;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = entries_.find(key);
       if (it != entries_.end())
         existing = it->second;
-      else
-        entries_.emplace(key, promise.get_future().share());
     }
     if (existing.valid())
       return {existing.get(), false}; // waits while another thread builds it
+    // Not there: a promise (an allocation) only now, and only if no other
+    // thread got in first.
+    std::promise<Value> promise;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto [it, inserted] = entries_.emplace(key, std::shared_future<Value>());
+      if (!inserted)
+        existing = it->second;
+      else
+        it->second = promise.get_future().share();
+    }
+    if (existing.valid())
+      return {existing.get(), false};
     try {
       Value value = build();
       promise.set_value(value);

@@ -62,10 +62,7 @@ Function Program::function(const std::string& name) const {
     throw RuntimeError(ErrorKind::Argument,
                        state_->name + " has no fusion named '" + name + "' (it has: " + known + ")");
   }
-  auto state = std::make_shared<FunctionState>();
-  state->program = state_;
-  state->fusion = fusion;
-  state->fingerprint = fingerprint(*fusion);
+  auto state = std::make_shared<FunctionState>(state_, *fusion);
   Function function;
   function.runtime_ = runtime_;
   function.state_ = std::move(state);

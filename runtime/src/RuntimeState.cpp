@@ -4,6 +4,7 @@
 #include "Nvrtc.h"
 
 #include "fusegen/CacheAdmin.h"
+#include "fusegen/IRPrinter.h"
 
 namespace fusegen {
 
@@ -31,37 +32,69 @@ RuntimeState::RuntimeState(int ordinal_, RuntimeOptions options_)
     : ordinal(ordinal_), options(std::move(options_)), warnings(options.warning_sink),
       disk(open_disk_cache(options, warnings)), provider(disk, warnings) {}
 
+FunctionState::FunctionState(std::shared_ptr<const ProgramState> program_, const Fusion& fusion_)
+    : program(std::move(program_)), fusion(&fusion_), fingerprint(fusegen::fingerprint(fusion_)), layout(fusion_) {}
+
+std::shared_ptr<runtime::LoadedFusion> FunctionState::last_loaded(CUcontext context,
+                                                                  const std::vector<int64_t>& dims) const {
+  std::lock_guard<std::mutex> lock(last_mutex_);
+  if (last_ && last_context_ == context && last_dims_ == dims)
+    return last_;
+  return nullptr;
+}
+
+void FunctionState::remember(CUcontext context, const std::vector<int64_t>& dims,
+                             const std::shared_ptr<runtime::LoadedFusion>& loaded) const {
+  std::shared_ptr<runtime::LoadedFusion> old;
+  {
+    std::lock_guard<std::mutex> lock(last_mutex_);
+    old = std::move(last_); // released outside the lock
+    last_context_ = context;
+    last_dims_ = dims;
+    last_ = loaded;
+  }
+}
+
 RuntimeState::~RuntimeState() {
   // Loaded fusions unload their modules in their own contexts; the primary
   // context goes last.
   cache_.clear();
-  if (primary_) {
+  if (primary_.load()) {
     const runtime::DriverApi& api = driver();
     api.cuDevicePrimaryCtxRelease_v2(device_->device);
   }
 }
 
 const runtime::DeviceInfo& RuntimeState::device() {
+  if (device_open_.load(std::memory_order_acquire))
+    return *device_;
   std::lock_guard<std::mutex> lock(device_mutex_);
-  if (!device_)
+  if (!device_) {
     device_ = runtime::open_device(driver(), ordinal);
+    device_open_.store(true, std::memory_order_release);
+  }
   return *device_;
 }
 
-CUcontext RuntimeState::call_context() {
+CUcontext RuntimeState::call_context(CUcontext& current) {
   const runtime::DeviceInfo& info = device();
   const runtime::DriverApi& api = driver();
-  CUcontext current = nullptr;
+  current = nullptr;
   FUSEGEN_CU(api, cuCtxGetCurrent, &current);
   if (current) {
     CUdevice on = 0;
     if (api.cuCtxGetDevice(&on) == CUDA_SUCCESS && on == info.device)
       return current;
   }
+  if (CUcontext primary = primary_.load(std::memory_order_acquire))
+    return primary;
   std::lock_guard<std::mutex> lock(device_mutex_);
-  if (!primary_)
-    FUSEGEN_CU(api, cuDevicePrimaryCtxRetain, &primary_, info.device);
-  return primary_;
+  if (!primary_.load()) {
+    CUcontext primary = nullptr;
+    FUSEGEN_CU(api, cuDevicePrimaryCtxRetain, &primary, info.device);
+    primary_.store(primary, std::memory_order_release);
+  }
+  return primary_.load();
 }
 
 std::shared_ptr<runtime::LoadedFusion> RuntimeState::loaded(const FunctionState& function, const DimBindings& dims,
@@ -91,8 +124,9 @@ std::shared_ptr<runtime::LoadedFusion> RuntimeState::build(const FunctionState& 
     return load(kernels, info, context);
   } catch (const RuntimeError& error) {
     // An entry from disk that the driver refuses (e.g. written by another
-    // NVRTC) must not fail the call: rebuild it.
-    if (!kernels.from_disk || error.kind() != ErrorKind::Driver)
+    // NVRTC), or whose launch plan does not fit the fusion, must not fail
+    // the call: rebuild it (a fresh build reports its own errors).
+    if (!kernels.from_disk || (error.kind() != ErrorKind::Driver && error.kind() != ErrorKind::Compile))
       throw;
     provider.reject(kernels, error.what());
     kernels = provider.provide(request, /*read_disk=*/false);
@@ -103,7 +137,7 @@ std::shared_ptr<runtime::LoadedFusion> RuntimeState::build(const FunctionState& 
 std::shared_ptr<runtime::LoadedFusion> RuntimeState::load(const runtime::ProvidedKernels& kernels,
                                                           const runtime::DeviceInfo& info, CUcontext context) {
   try {
-    return std::make_shared<runtime::LoadedFusion>(driver(), context, info, kernels.entry, kernels.unit.concrete);
+    return std::make_shared<runtime::LoadedFusion>(driver(), context, info, kernels.entry, kernels.concrete);
   } catch (const RuntimeError& error) {
     if (error.kind() != ErrorKind::Driver || kernels.from_disk)
       throw;

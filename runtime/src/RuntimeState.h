@@ -3,6 +3,7 @@
 // cache, NVRTC) and the in-memory cache of loaded fusions.
 #pragma once
 
+#include "CallLayout.h"
 #include "Device.h"
 #include "KernelProvider.h"
 #include "LoadedFusion.h"
@@ -30,9 +31,24 @@ struct ProgramState {
 };
 
 struct FunctionState {
-  std::shared_ptr<const ProgramState> program;
-  const Fusion* fusion = nullptr; // owned by program
-  std::string fingerprint;
+  FunctionState(std::shared_ptr<const ProgramState> program, const Fusion& fusion);
+
+  const std::shared_ptr<const ProgramState> program;
+  const Fusion* const fusion; // owned by program
+  const std::string fingerprint;
+  const runtime::CallLayout layout; // what a call's tensors must look like
+
+  // The fusion the last call loaded, and where: a call with the same dims in
+  // the same context takes it without asking the runtime's cache.
+  std::shared_ptr<runtime::LoadedFusion> last_loaded(CUcontext context, const std::vector<int64_t>& dims) const;
+  void remember(CUcontext context, const std::vector<int64_t>& dims,
+                const std::shared_ptr<runtime::LoadedFusion>& loaded) const;
+
+private:
+  mutable std::mutex last_mutex_;
+  mutable CUcontext last_context_ = nullptr;
+  mutable std::vector<int64_t> last_dims_;
+  mutable std::shared_ptr<runtime::LoadedFusion> last_;
 };
 
 struct RuntimeState {
@@ -43,7 +59,12 @@ struct RuntimeState {
   const runtime::DeviceInfo& device();
   // The context a call runs in: the caller's current context when it is on
   // this device, else the device's primary context (retained once).
-  CUcontext call_context();
+  // `current` receives the thread's current context (for ContextScope).
+  CUcontext call_context(CUcontext& current);
+  CUcontext call_context() {
+    CUcontext current = nullptr;
+    return call_context(current);
+  }
 
   Precision precision_of(const Fusion& fusion) const { return options.precision.value_or(fusion.precision); }
 
@@ -78,8 +99,9 @@ private:
                                               CUcontext context);
 
   std::mutex device_mutex_;
-  std::optional<runtime::DeviceInfo> device_;
-  CUcontext primary_ = nullptr; // retained when first needed
+  std::optional<runtime::DeviceInfo> device_; // set once, under device_mutex_
+  std::atomic<bool> device_open_{false};      // device_ is set: read it without the lock
+  std::atomic<CUcontext> primary_{nullptr};   // retained when first needed
 
   runtime::OnceCache<LoadKey, std::shared_ptr<runtime::LoadedFusion>> cache_;
 };

@@ -16,6 +16,7 @@ namespace {
 CacheKey sample_key() {
   CacheKey key;
   key.fusegen_version = "0.1.0";
+  key.generator = std::string(64, 'b');
   key.nvrtc_version = "13.0";
   key.nvrtc_options = {"--gpu-architecture=sm_90", "-default-device"};
   key.arch = 90;
@@ -24,7 +25,6 @@ CacheKey sample_key() {
   key.fingerprint = std::string(64, 'a');
   key.dims = {{"N", 1024}, {"M", 8}};
   key.precision = Precision::Strict;
-  key.source_sha256 = std::string(64, 'b');
   return key;
 }
 
@@ -32,20 +32,20 @@ TEST(CacheKey, MaterialIsDeterministicAndComplete) {
   CacheKey key = sample_key();
   EXPECT_EQ(key.material(), sample_key().material());
   EXPECT_EQ(key.material(), "fusegen-cache-key\n"
-                            "schema=1\n"
+                            "schema=2\n"
                             "fusegen=0.1.0\n"
-                            "nvrtc=13.0\n"
-                            "arch=sm_90\n"
-                            "target=sm_90\n"
-                            "fusion=gemm\n"
-                            "fingerprint=" +
+                            "generator=" +
+                                std::string(64, 'b') +
+                                "\n"
+                                "nvrtc=13.0\n"
+                                "arch=sm_90\n"
+                                "target=sm_90\n"
+                                "fusion=gemm\n"
+                                "fingerprint=" +
                                 std::string(64, 'a') +
                                 "\n"
                                 "dims=M=8,N=1024\n"
                                 "precision=strict\n"
-                                "source_sha256=" +
-                                std::string(64, 'b') +
-                                "\n"
                                 "option=--gpu-architecture=sm_90\n"
                                 "option=-default-device\n");
   EXPECT_EQ(key.file_name(), sha256_hex(key.material()) + ".fgc");
@@ -53,7 +53,7 @@ TEST(CacheKey, MaterialIsDeterministicAndComplete) {
 
 TEST(CacheKey, EveryFieldChangesTheEntryName) {
   const std::vector<std::function<void(CacheKey&)>> changes = {
-      [](CacheKey& k) { k.schema = 2; },
+      [](CacheKey& k) { k.schema = 3; },
       [](CacheKey& k) { k.fusegen_version = "0.2.0"; },
       [](CacheKey& k) { k.nvrtc_version = "12.4"; },
       [](CacheKey& k) { k.nvrtc_options.push_back("--ftz=false"); },
@@ -65,7 +65,7 @@ TEST(CacheKey, EveryFieldChangesTheEntryName) {
       [](CacheKey& k) { k.dims["N"] = 1025; },
       [](CacheKey& k) { k.dims.erase("M"); },
       [](CacheKey& k) { k.precision = Precision::TF32; },
-      [](CacheKey& k) { k.source_sha256[5] = 'c'; },
+      [](CacheKey& k) { k.generator[5] = 'c'; },
   };
   std::set<std::string> names = {sample_key().file_name()};
   for (const auto& change : changes) {
@@ -73,6 +73,12 @@ TEST(CacheKey, EveryFieldChangesTheEntryName) {
     change(key);
     EXPECT_TRUE(names.insert(key.file_name()).second) << key.material();
   }
+}
+
+TEST(CacheKey, GeneratorIdentityIsABuildTimeSha256) {
+  const std::string identity = generator_identity();
+  ASSERT_EQ(identity.size(), 64u);
+  EXPECT_EQ(identity.find_first_not_of("0123456789abcdef"), std::string::npos) << identity;
 }
 
 TEST(CacheKey, DescribesTheFirstDifference) {

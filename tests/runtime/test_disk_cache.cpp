@@ -97,7 +97,7 @@ TEST_F(DiskCacheTest, CompilesOnceThenLoads) {
   EXPECT_TRUE(loaded.from_disk);
   EXPECT_EQ(second.provider.counters().compiles, 0u);
   EXPECT_EQ(second.provider.counters().disk_loads, 1u);
-  EXPECT_EQ(second.provider.counters().generations, 1u);
+  EXPECT_EQ(second.provider.counters().generations, 0u); // a disk hit generates nothing
   EXPECT_EQ(loaded.entry.image, compiled.entry.image);
   EXPECT_EQ(loaded.entry.launch, compiled.entry.launch);
   EXPECT_EQ(loaded.key.material(), compiled.key.material());
@@ -202,6 +202,35 @@ TEST_F(DiskCacheTest, EntryOfAnotherVersion) {
       "fusegen=0.0.1 (expected fusegen=" FUSEGEN_VERSION ")");
 }
 
+// Entries of a build with other generator code or templates: the key names
+// the generator's build identity, since a disk hit does not generate.
+TEST_F(DiskCacheTest, EntryOfAnotherGenerator) {
+  const std::string ours = std::string("generator=") + generator_identity();
+  const std::string theirs = "generator=" + std::string(64, '0');
+  expect_rebuilt(
+      [&](const std::string& path) {
+        Result<CacheEntry> entry = decode_entry(testing::read_text(path));
+        ASSERT_TRUE(entry);
+        std::string& key = entry.value().key_material;
+        ASSERT_NE(key.find(ours), std::string::npos) << key;
+        key.replace(key.find(ours), ours.size(), theirs);
+        testing::write_text(path, encode_entry(entry.value()));
+      },
+      theirs + " (expected " + ours + ")");
+}
+
+// A checksummed entry whose stored launch plan is for another fusion.
+TEST_F(DiskCacheTest, LaunchPlanOfAnotherFusion) {
+  expect_rebuilt(
+      [](const std::string& path) {
+        Result<CacheEntry> entry = decode_entry(testing::read_text(path));
+        ASSERT_TRUE(entry);
+        entry.value().launch.fusion = "another_fusion";
+        testing::write_text(path, encode_entry(entry.value()));
+      },
+      "its launch plan is for fusion 'another_fusion'");
+}
+
 TEST_F(DiskCacheTest, EntryOfAnotherSchema) {
   expect_rebuilt(
       [](const std::string& path) {
@@ -209,7 +238,7 @@ TEST_F(DiskCacheTest, EntryOfAnotherSchema) {
         bytes[8] = 9; // the schema version follows the 8-byte magic
         testing::write_text(path, bytes);
       },
-      "schema version 9 (expected 1)");
+      "schema version 9 (expected 2)");
 }
 
 TEST_F(DiskCacheTest, UnwritableCacheIsAWarningNotAFailure) {

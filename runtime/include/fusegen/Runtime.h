@@ -23,6 +23,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fusegen {
@@ -64,6 +65,16 @@ struct TensorOut {
   std::string name;
   void* data = nullptr;
   std::vector<int64_t> shape;
+};
+
+// A tensor of a call by reference, for callers that hold their tensors in
+// other forms (the C API does): nothing is copied, and the name, data and
+// shape must stay valid during the call.
+struct TensorRef {
+  std::string_view name;
+  const void* data = nullptr; // outputs are written through it
+  const int64_t* shape = nullptr;
+  size_t rank = 0;
 };
 
 // One tensor of a function's signature.
@@ -152,6 +163,10 @@ public:
   // launched. Returns once the work is enqueued. Dims of zero with empty
   // outputs return at once.
   void call(const std::vector<TensorArg>& arguments, const std::vector<TensorOut>& outputs,
+            void* stream = nullptr) const;
+  // The same with the tensors by reference: `arguments` and `outputs` are
+  // arrays of `argument_count` and `output_count` tensors.
+  void call(const TensorRef* arguments, size_t argument_count, const TensorRef* outputs, size_t output_count,
             void* stream = nullptr) const;
 
   // Compiles and loads the kernels for these dim values (e.g. {{"N", 1024}})

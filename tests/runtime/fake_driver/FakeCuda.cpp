@@ -30,7 +30,8 @@ struct FakeModule {
 
 CUresult enter(const char* name) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_state.calls.push_back(name);
+  if (g_state.recording)
+    g_state.calls.push_back(name);
   if (g_state.fail_function == name) {
     g_state.fail_function.clear();
     return static_cast<CUresult>(g_state.fail_result);
@@ -63,6 +64,18 @@ extern "C" void fakecuda_reset() {
   g_state.calls.clear();
   g_state.fail_function.clear();
   g_state.allocation_device.clear();
+}
+
+void* g_last_stream = nullptr;
+
+extern "C" void* fakecuda_last_stream() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_last_stream;
+}
+
+extern "C" void fakecuda_set_recording(int on) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_state.recording = on != 0;
 }
 
 extern "C" {
@@ -329,7 +342,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, u
     launch.params.assign(block, block + 320);
   }
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_state.launches.push_back(std::move(launch));
+  g_last_stream = stream;
+  if (g_state.recording)
+    g_state.launches.push_back(std::move(launch));
   return CUDA_SUCCESS;
 }
 

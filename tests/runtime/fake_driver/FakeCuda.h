@@ -35,6 +35,9 @@ struct State {
   // Where cuPointerGetAttributes says an allocation (by its start) lives:
   // a device ordinal, or kHostMemory. Allocations not listed are on device 0.
   std::map<unsigned long long, int> allocation_device;
+  // Off (fakecuda_set_recording(0), for benchmarks of many calls): `calls`
+  // and `launches` are not appended to; fills still run.
+  bool recording = true;
 };
 inline constexpr int kHostMemory = -1;
 
@@ -43,3 +46,6 @@ inline constexpr int kHostMemory = -1;
 // Exported by the fake library; found with dlsym.
 extern "C" fakecuda::State* fakecuda_state();
 extern "C" void fakecuda_reset();
+extern "C" void fakecuda_set_recording(int on);
+// The stream of the last kernel launch (recorded or not), for tests from C.
+extern "C" void* fakecuda_last_stream();

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <thread>
 
 namespace fusegen {
@@ -211,6 +212,92 @@ TEST_F(FakeDriver, SecondCallOnlyLaunches) {
   EXPECT_EQ(rt.stats().compiles, 1u);
   EXPECT_EQ(rt.stats().memory_hits, 1u);
   EXPECT_EQ(rt.stats().calls, 2u);
+}
+
+// The quick path keeps the last loaded fusion per function: alternating
+// shapes, another context and the TensorRef overload all launch the right
+// kernels on the right tensors, and loads happen once per (dims, context).
+TEST_F(FakeDriver, AlternatingShapesAndContexts) {
+  auto loaded = testing::load_module(testing::kElementwiseSpec);
+  struct {
+    int device = 0; // the fake's context: the device it is on
+  } user_context;   // outlives the runtime, whose modules unload in it
+  const auto other = reinterpret_cast<CUcontext>(&user_context);
+  Runtime rt(0, options());
+  Function f = rt.load_string(testing::kElementwiseSpec).function("scale_relu");
+  const int loads = g_fake->module_loads; // counted over the process
+  Tensors small(rt, specialized(*loaded, 16)), large(rt, specialized(*loaded, 48));
+  auto launched_on = [&](const Tensors& t) {
+    std::vector<fakecuda::Launch> launches = kernel_launches();
+    ASSERT_FALSE(launches.empty());
+    FusegenArgsHost args = args_of(launches.back());
+    std::set<unsigned long long> given;
+    for (const TensorArg& a : t.args)
+      given.insert(reinterpret_cast<uintptr_t>(a.data));
+    for (const TensorOut& o : t.outs)
+      given.insert(reinterpret_cast<uintptr_t>(o.data));
+    for (int i = 0; i < 3; ++i)
+      EXPECT_TRUE(given.count(args.buf[i])) << "buffer " << i;
+  };
+  for (int round = 0; round < 3; ++round) {
+    f.call(small.args, small.outs);
+    launched_on(small);
+    f.call(large.args, large.outs);
+    launched_on(large);
+  }
+  EXPECT_EQ(g_fake->module_loads, loads + 2);
+  EXPECT_EQ(rt.stats().compiles, 2u);
+  EXPECT_EQ(rt.stats().calls, 6u);
+  EXPECT_EQ(rt.stats().memory_hits, 4u);
+
+  // By reference, in another order.
+  std::vector<TensorRef> args, outs;
+  for (auto it = small.args.rbegin(); it != small.args.rend(); ++it)
+    args.push_back({it->name, it->data, it->shape.data(), it->shape.size()});
+  for (const TensorOut& o : small.outs)
+    outs.push_back({o.name, o.data, o.shape.data(), o.shape.size()});
+  f.call(args.data(), args.size(), outs.data(), outs.size());
+  launched_on(small);
+  EXPECT_EQ(rt.stats().memory_hits, 5u);
+
+  // In a context of the caller's: loaded again there, and the primary
+  // context's module is not taken for it.
+  const runtime::DriverApi& api = runtime::driver();
+  ASSERT_EQ(api.cuCtxPushCurrent_v2(other), CUDA_SUCCESS);
+  f.call(small.args, small.outs);
+  EXPECT_EQ(g_fake->module_loads, loads + 3);
+  EXPECT_EQ(kernel_launches().back().context, static_cast<void*>(other));
+  f.call(small.args, small.outs);
+  EXPECT_EQ(g_fake->module_loads, loads + 3);
+  CUcontext popped = nullptr;
+  ASSERT_EQ(api.cuCtxPopCurrent_v2(&popped), CUDA_SUCCESS);
+  f.call(small.args, small.outs);
+  EXPECT_NE(kernel_launches().back().context, static_cast<void*>(other));
+  EXPECT_EQ(g_fake->module_loads, loads + 3);
+  EXPECT_EQ(rt.stats().calls, 10u);
+}
+
+// Misuse of the TensorRef overload is an error naming the fusion.
+TEST_F(FakeDriver, TensorRefMisuse) {
+  Runtime rt(0, options());
+  Function f = rt.load_string(testing::kElementwiseSpec).function("scale_relu");
+  const int64_t shape[] = {4, 64};
+  TensorRef x{"x", nullptr, nullptr, 2};
+  auto message = [&](const std::function<void()>& call) {
+    try {
+      call();
+    } catch (const RuntimeError& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Argument);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message([&] { f.call(nullptr, 2, nullptr, 0); }),
+            "fusion 'scale_relu': 2 arguments given, but their array is null");
+  EXPECT_EQ(message([&] { f.call(&x, 1, nullptr, 0); }), "fusion 'scale_relu': tensor 'x' has rank 2 but no shape");
+  x.shape = shape;
+  EXPECT_EQ(message([&] { f.call(&x, 1, nullptr, 0); }), "fusion 'scale_relu': missing tensor 's' (param [64])");
+  EXPECT_EQ(count_calls("cuLaunchKernel"), 0u);
 }
 
 TEST_F(FakeDriver, WorkspacePerStreamAndThread) {
@@ -485,6 +572,41 @@ TEST_F(FakeDriver, EntryTheDriverRefusesIsRebuilt) {
   Result<runtime::CacheEntry> rewritten = runtime::decode_entry(testing::read_text(entry));
   ASSERT_TRUE(rewritten);
   EXPECT_EQ(rewritten.value().image.substr(1, 3), "ELF");
+}
+
+// A disk hit trusts the stored launch plan (it is not regenerated); one that
+// does not fit the fusion (here a buffer naming no tensor) is rebuilt, not
+// an error of the call.
+TEST_F(FakeDriver, EntryWithAnUnfitLaunchPlanIsRebuilt) {
+  auto loaded = testing::load_module(testing::kElementwiseSpec);
+  {
+    Runtime warm(0, options());
+    Tensors t(warm, specialized(*loaded, 32));
+    warm.load_string(testing::kElementwiseSpec).function("scale_relu").call(t.args, t.outs);
+  }
+  std::string entry;
+  for (const auto& file : std::filesystem::directory_iterator(cache_.path()))
+    entry = file.path().string();
+  Result<runtime::CacheEntry> decoded = runtime::decode_entry(testing::read_text(entry));
+  ASSERT_TRUE(decoded);
+  const runtime::LaunchPlan good = decoded.value().launch;
+  ASSERT_FALSE(decoded.value().launch.buffers.empty());
+  decoded.value().launch.buffers[0].role = runtime::BufferBinding::Role::Argument;
+  decoded.value().launch.buffers[0].name = "no_such_tensor";
+  testing::write_text(entry, runtime::encode_entry(decoded.value()));
+
+  Runtime rt(0, options());
+  Tensors t(rt, specialized(*loaded, 32));
+  rt.load_string(testing::kElementwiseSpec).function("scale_relu").call(t.args, t.outs);
+  EXPECT_EQ(rt.stats().disk_loads, 1u);
+  EXPECT_EQ(rt.stats().disk_rejects, 1u);
+  EXPECT_EQ(rt.stats().compiles, 1u);
+  EXPECT_EQ(rt.stats().calls, 1u);
+  ASSERT_EQ(log_.count(), 1u);
+  EXPECT_NE(log_.lines()[0].find("names no argument or output"), std::string::npos) << log_.lines()[0];
+  Result<runtime::CacheEntry> rewritten = runtime::decode_entry(testing::read_text(entry));
+  ASSERT_TRUE(rewritten);
+  EXPECT_EQ(rewritten.value().launch, good);
 }
 
 TEST_F(FakeDriver, CallerContextIsUsedAndLeftCurrent) {

@@ -1,0 +1,183 @@
+// Host time per call of a tiny fusion (y[1, 16] = a + b, the one
+// bench/kernelbench.py's measure_overhead times from Python) through the C++
+// API (Function::call) and the C API (fusegen_function_call), with and
+// without the driver's pointer checks. The kernels are compiled (or taken
+// from the disk cache) before timing; every timed call launches.
+//
+//   fusegen_bench_host_overhead [--calls N] [--driver auto|real|fake] [--cache-dir DIR]
+//
+// On a machine without a GPU it runs on the fake driver of the runtime tests
+// and says so: the figures then leave out what a real driver's launch costs.
+#include "BenchDriver.h"
+
+#include "fusegen.h"
+#include "fusegen/Runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr const char* kTinySpec = "fusion tiny_add {\n  input a : f32[1, 16]\n  input b : f32[1, 16]\n"
+                                  "  output y = a + b\n}\n";
+
+struct Timing {
+  double median_us = 0;
+  double mean_us = 0;
+};
+
+// Each of `calls` calls timed on its own (median), and all of them together (mean).
+Timing time_calls(const std::function<void()>& call, int calls) {
+  for (int i = 0; i < std::min(calls, 1000); ++i)
+    call();
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> samples(static_cast<size_t>(calls));
+  Clock::time_point begin = Clock::now();
+  for (int i = 0; i < calls; ++i) {
+    Clock::time_point t0 = Clock::now();
+    call();
+    samples[static_cast<size_t>(i)] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  }
+  double total = std::chrono::duration<double, std::micro>(Clock::now() - begin).count();
+  std::nth_element(samples.begin(), samples.begin() + calls / 2, samples.end());
+  return {samples[static_cast<size_t>(calls / 2)], total / calls};
+}
+
+void report(const char* label, const Timing& t) {
+  std::printf("  %-44s median %7.3f us, mean %7.3f us per call\n", label, t.median_us, t.mean_us);
+}
+
+void check(fusegen_status status, const char* what) {
+  if (status != FUSEGEN_OK) {
+    std::fprintf(stderr, "%s failed: %s: %s\n", what, fusegen_status_name(status), fusegen_last_error());
+    std::exit(1);
+  }
+}
+
+void cpp_api(const std::string& cache_dir, bool check_pointers, int calls) {
+  fusegen::RuntimeOptions options;
+  options.cache_dir = cache_dir;
+  options.check_pointers = check_pointers;
+  fusegen::Runtime rt(0, options);
+  fusegen::Function f = rt.load_string(kTinySpec, "tiny.fg").function("tiny_add");
+  fusegen::DeviceBuffer a = rt.allocate(64), b = rt.allocate(64), y = rt.allocate(64);
+  rt.fill(a.data(), 1.0f, 16);
+  rt.fill(b.data(), 2.0f, 16);
+  const std::vector<fusegen::TensorArg> arguments = {{"a", a.data(), {1, 16}}, {"b", b.data(), {1, 16}}};
+  const std::vector<fusegen::TensorOut> outputs = {{"y", y.data(), {1, 16}}};
+  f.call(arguments, outputs); // compiles or loads the kernels
+  Timing prebuilt = time_calls([&] { f.call(arguments, outputs); }, calls);
+  // As a caller that builds its argument vectors for every call.
+  Timing built = time_calls(
+      [&] {
+        f.call({{"a", a.data(), {1, 16}}, {"b", b.data(), {1, 16}}}, {{"y", y.data(), {1, 16}}});
+      },
+      calls);
+  rt.synchronize();
+  std::vector<float> host(16);
+  rt.copy_to_host(host.data(), y.data(), 64);
+  std::string label = std::string("C++ Function::call, check_pointers=") + (check_pointers ? "on" : "off");
+  report((label + ", vectors reused").c_str(), prebuilt);
+  report((label + ", vectors per call").c_str(), built);
+}
+
+void c_api(const std::string& cache_dir, bool check_pointers, int calls) {
+  fusegen_runtime_options options;
+  fusegen_runtime_options_init(&options);
+  options.cache_dir = cache_dir.c_str();
+  options.check_pointers = check_pointers ? 1 : 0;
+  fusegen_runtime* rt = nullptr;
+  check(fusegen_runtime_create(0, &options, &rt), "fusegen_runtime_create");
+  fusegen_program* program = nullptr;
+  check(fusegen_program_load_string(rt, kTinySpec, "tiny.fg", &program), "fusegen_program_load_string");
+  fusegen_function* f = nullptr;
+  check(fusegen_program_function(program, "tiny_add", &f), "fusegen_program_function");
+  // Device memory from a C++ Runtime on the same device (the C API takes
+  // the caller's pointers and has no allocator).
+  fusegen::Runtime memory(0);
+  fusegen::DeviceBuffer a = memory.allocate(64), b = memory.allocate(64), y = memory.allocate(64);
+  const int64_t shape[] = {1, 16};
+  const fusegen_tensor arguments[] = {{"a", a.data(), shape, 2, FUSEGEN_FLOAT32},
+                                      {"b", b.data(), shape, 2, FUSEGEN_FLOAT32}};
+  const fusegen_tensor outputs[] = {{"y", y.data(), shape, 2, FUSEGEN_FLOAT32}};
+  check(fusegen_function_call(f, arguments, 2, outputs, 1, nullptr), "fusegen_function_call");
+  Timing t = time_calls(
+      [&] {
+        if (fusegen_function_call(f, arguments, 2, outputs, 1, nullptr) != FUSEGEN_OK)
+          check(FUSEGEN_ERROR_INTERNAL, "fusegen_function_call");
+      },
+      calls);
+  check(fusegen_runtime_synchronize(rt, nullptr), "fusegen_runtime_synchronize");
+  report((std::string("C fusegen_function_call, check_pointers=") + (check_pointers ? "on" : "off")).c_str(), t);
+  fusegen_function_destroy(f);
+  fusegen_program_destroy(program);
+  fusegen_runtime_destroy(rt);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int calls = 100000;
+  std::string mode = "auto";
+  std::string cache_dir;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--calls" && i + 1 < argc)
+      calls = std::atoi(argv[++i]);
+    else if (arg == "--driver" && i + 1 < argc)
+      mode = argv[++i];
+    else if (arg == "--cache-dir" && i + 1 < argc)
+      cache_dir = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--calls N] [--driver auto|real|fake] [--cache-dir DIR]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (calls <= 0) {
+    std::fprintf(stderr, "--calls must be positive\n");
+    return 2;
+  }
+  fusegen::bench::Driver driver;
+  try {
+    driver = fusegen::bench::choose_driver(mode);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  std::filesystem::path temp;
+  if (cache_dir.empty()) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "fusegen-bench-XXXXXX").string();
+    std::vector<char> name(pattern.begin(), pattern.end());
+    name.push_back('\0');
+    if (!::mkdtemp(name.data())) {
+      std::perror("mkdtemp");
+      return 1;
+    }
+    temp = cache_dir = name.data();
+  }
+  std::printf("fusegen %s host overhead per call: y[1, 16] = a + b\n", fusegen_version());
+  std::printf("driver: %s\n", driver.description.c_str());
+  std::printf("calls per figure: %d (after %d untimed)\n", calls, std::min(calls, 1000));
+  int status = 0;
+  try {
+    for (bool check_pointers : {true, false})
+      cpp_api(cache_dir, check_pointers, calls);
+    for (bool check_pointers : {true, false})
+      c_api(cache_dir, check_pointers, calls);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    status = 1;
+  }
+  if (!temp.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(temp, ec);
+  }
+  return status;
+}
