@@ -41,6 +41,7 @@ class RuntimeOptions(ctypes.Structure):
         ("disk_cache", ctypes.c_int32),
         ("cache_dir", ctypes.c_char_p),
         ("check_pointers", ctypes.c_int32),
+        ("autotune", ctypes.c_int32),
     ]
 
 
@@ -48,7 +49,8 @@ class Stats(ctypes.Structure):
     """fusegen_stats."""
 
     _fields_ = [(name, ctypes.c_uint64) for name in (
-        "calls", "memory_hits", "generations", "compiles", "disk_loads", "disk_writes", "disk_rejects")]
+        "calls", "memory_hits", "generations", "compiles", "disk_loads", "disk_writes", "disk_rejects",
+        "tunings")]
 
 
 class TensorInfo(ctypes.Structure):

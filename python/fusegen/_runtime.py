@@ -9,7 +9,8 @@ from ._errors import ArgumentError
 from ._function import Function
 from ._library import check, text
 
-_STATS = ("calls", "memory_hits", "generations", "compiles", "disk_loads", "disk_writes", "disk_rejects")
+_STATS = ("calls", "memory_hits", "generations", "compiles", "disk_loads", "disk_writes", "disk_rejects",
+          "tunings")
 
 
 class Runtime:
@@ -19,10 +20,14 @@ class Runtime:
     cache_dir: the disk cache directory (None: $FUSEGEN_CACHE_DIR, then
     $XDG_CACHE_HOME/fusegen, then ~/.cache/fusegen). disk_cache=False compiles
     in memory only. check_pointers: ask the driver where every pointer lives
-    before launching (safer; costs some host time per call).
+    before launching (safer; costs some host time per call). autotune: time
+    candidate kernels on the GPU the first time each (fusion, shapes) is
+    built and keep the fastest in the disk cache (None: on when
+    FUSEGEN_AUTOTUNE=1 is in the environment).
     The device is opened on first use, so this works without a GPU."""
 
-    def __init__(self, device=0, precision=None, cache_dir=None, disk_cache=True, check_pointers=True):
+    def __init__(self, device=0, precision=None, cache_dir=None, disk_cache=True, check_pointers=True,
+                 autotune=None):
         if precision not in _library.PRECISIONS:
             raise ArgumentError("fusegen: precision must be None, 'strict' or 'tf32', not %r" % (precision,))
         if not isinstance(device, int) or device < 0:
@@ -37,6 +42,9 @@ class Runtime:
         self._cache_dir_b = os.fsencode(cache_dir) if cache_dir is not None else None
         options.cache_dir = self._cache_dir_b
         options.check_pointers = 1 if check_pointers else 0
+        if autotune not in (None, True, False):
+            raise ArgumentError("fusegen: autotune must be None, True or False, not %r" % (autotune,))
+        options.autotune = -1 if autotune is None else int(autotune)
         handle = ctypes.c_void_p()
         check(lib, lib.fusegen_runtime_create(device, ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle

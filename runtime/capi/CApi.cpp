@@ -200,6 +200,7 @@ void fusegen_runtime_options_init(fusegen_runtime_options* options) {
   options->disk_cache = 1;
   options->cache_dir = nullptr;
   options->check_pointers = 1;
+  options->autotune = -1;
 }
 
 fusegen_status fusegen_runtime_create(int32_t device, const fusegen_runtime_options* options, fusegen_runtime** out) {
@@ -228,6 +229,10 @@ fusegen_status fusegen_runtime_create(int32_t device, const fusegen_runtime_opti
     cpp.disk_cache = given.disk_cache != 0;
     cpp.cache_dir = given.cache_dir ? given.cache_dir : "";
     cpp.check_pointers = given.check_pointers != 0;
+    if (given.autotune != -1 && given.autotune != 0 && given.autotune != 1)
+      throw Invalid{"autotune " + std::to_string(given.autotune) + " is not -1, 0 or 1"};
+    if (given.autotune != -1)
+      cpp.autotune = given.autotune == 1;
     auto handle = std::make_unique<fusegen_runtime>();
     handle->runtime = std::make_unique<fusegen::Runtime>(device, std::move(cpp));
     handle->cache_dir = handle->runtime->cache_dir();
@@ -242,7 +247,8 @@ fusegen_status fusegen_runtime_stats(const fusegen_runtime* runtime, fusegen_sta
     require(runtime, "runtime");
     require(out, "out");
     fusegen::Stats s = runtime->runtime->stats();
-    *out = {s.calls, s.memory_hits, s.generations, s.compiles, s.disk_loads, s.disk_writes, s.disk_rejects};
+    *out = {s.calls,      s.memory_hits, s.generations,  s.compiles,
+            s.disk_loads, s.disk_writes, s.disk_rejects, s.tunings};
   });
 }
 

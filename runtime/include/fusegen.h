@@ -81,6 +81,8 @@ typedef struct fusegen_runtime_options {
   int32_t disk_cache;     /* nonzero: keep compiled kernels in the disk cache */
   const char* cache_dir;  /* NULL or "": $FUSEGEN_CACHE_DIR, $XDG_CACHE_HOME/fusegen or ~/.cache/fusegen */
   int32_t check_pointers; /* nonzero: ask the driver where every pointer lives before launching */
+  int32_t autotune;       /* 1: time candidate kernels on the GPU once per (fusion, dims) and keep the fastest;
+                             0: off; -1 (default): on when FUSEGEN_AUTOTUNE=1 is in the environment */
 } fusegen_runtime_options;
 
 typedef struct fusegen_stats {
@@ -91,6 +93,7 @@ typedef struct fusegen_stats {
   uint64_t disk_loads;   /* kernels taken from the disk cache */
   uint64_t disk_writes;  /* disk cache entries written */
   uint64_t disk_rejects; /* bad disk cache entries deleted and rebuilt */
+  uint64_t tunings;      /* (fusion, dims) autotuned */
 } fusegen_stats;
 
 /* Describes one tensor of a function's signature. Strings live as long as the function handle. */

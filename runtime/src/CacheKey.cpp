@@ -28,6 +28,7 @@ std::string CacheKey::material() const {
   out += "fingerprint=" + fingerprint + "\n";
   out += "dims=" + dims_text(dims) + "\n";
   out += std::string("precision=") + precision_name(precision) + "\n";
+  out += std::string("tuning=") + (autotuned ? "autotuned" : "heuristic") + "\n";
   for (const std::string& option : nvrtc_options)
     out += "option=" + option + "\n";
   return out;

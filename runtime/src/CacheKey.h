@@ -19,8 +19,8 @@ namespace fusegen::runtime {
 
 // Bump when the entry format or the meaning of a key field changes.
 // 2: the key names the generator's build identity instead of the generated
-// source's SHA-256.
-inline constexpr uint32_t kCacheSchemaVersion = 2;
+// source's SHA-256. 3: the tuning field (heuristic or autotuned kernels).
+inline constexpr uint32_t kCacheSchemaVersion = 3;
 
 struct CacheKey {
   uint32_t schema = kCacheSchemaVersion;
@@ -34,6 +34,9 @@ struct CacheKey {
   std::string fingerprint; // of the unspecialized fusion (IRPrinter.h)
   DimBindings dims;        // the fusion's symbols only
   Precision precision = Precision::Strict;
+  // The kernels the heuristic picks, or the fastest candidates measured on
+  // the device (autotuning): two entries that can live side by side.
+  bool autotuned = false;
 
   // "key=value" lines in a fixed order; deterministic.
   std::string material() const;

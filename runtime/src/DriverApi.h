@@ -28,6 +28,13 @@
   X(cuCtxPopCurrent_v2)                                                                                                \
   X(cuCtxSynchronize)                                                                                                  \
   X(cuStreamSynchronize)                                                                                               \
+  X(cuStreamCreate)                                                                                                    \
+  X(cuStreamDestroy_v2)                                                                                                \
+  X(cuEventCreate)                                                                                                     \
+  X(cuEventDestroy_v2)                                                                                                 \
+  X(cuEventRecord)                                                                                                     \
+  X(cuEventSynchronize)                                                                                                \
+  X(cuEventElapsedTime_v2)                                                                                             \
   X(cuMemAlloc_v2)                                                                                                     \
   X(cuMemFree_v2)                                                                                                      \
   X(cuMemcpyHtoD_v2)                                                                                                   \

@@ -35,7 +35,7 @@ Fusion specialize_or_throw(const Fusion& fusion, const DimBindings& dims, const 
 }
 
 GeneratedUnit generate_unit(const Fusion& fusion, const DimBindings& dims, Precision precision, int arch,
-                            const SourceManager* sources) {
+                            const SourceManager* sources, std::optional<GemmBlock> gemm_block) {
   const std::string where = "fusion '" + fusion.name + "' at " + dims_text(dims);
   Fusion concrete = specialize_or_throw(fusion, dims, sources);
   concrete.precision = precision;
@@ -47,6 +47,7 @@ GeneratedUnit generate_unit(const Fusion& fusion, const DimBindings& dims, Preci
   // Not the spec's path: the source (and so the cache key) must not depend on
   // where the spec was loaded from.
   options.source_name = "fusion " + fusion.name;
+  options.gemm_block = gemm_block;
   Result<GeneratedCode> code = generate_cuda({plan}, options);
   if (!code)
     throw RuntimeError(ErrorKind::Compile, "cannot generate CUDA for " + where + ": " + code.error());

@@ -4,10 +4,12 @@
 
 #include "LaunchPlan.h"
 
+#include "fusegen/Codegen.h"
 #include "fusegen/Diagnostics.h"
 #include "fusegen/IR.h"
 #include "fusegen/Specialize.h"
 
+#include <optional>
 #include <string>
 
 namespace fusegen::runtime {
@@ -28,8 +30,9 @@ Fusion specialize_or_throw(const Fusion& fusion, const DimBindings& dims, const 
 // at `dims` (diagnostics rendered with `sources` when given), ErrorKind::Compile
 // when no kernel template supports it. Deterministic: the source depends only
 // on the fusion, dims, precision and arch (not on file names), so warm-up and
-// the JIT produce identical bytes.
+// the JIT produce identical bytes. `gemm_block` forces every GEMM kernel's
+// block (autotuning); a block a kernel cannot take is ErrorKind::Compile.
 GeneratedUnit generate_unit(const Fusion& fusion, const DimBindings& dims, Precision precision, int arch,
-                            const SourceManager* sources);
+                            const SourceManager* sources, std::optional<GemmBlock> gemm_block = std::nullopt);
 
 } // namespace fusegen::runtime

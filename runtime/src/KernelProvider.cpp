@@ -67,68 +67,100 @@ bool write_text(const std::string& path, const std::string& text) {
 KernelProvider::KernelProvider(std::shared_ptr<const DiskCache> disk, Warnings& warnings)
     : disk_(std::move(disk)), warnings_(warnings) {}
 
-ProvidedKernels KernelProvider::provide(const KernelRequest& request, bool read_disk) {
-  const NvrtcInfo& nvrtc = nvrtc_info();
-  Result<NvrtcTarget> target = choose_target(request.arch, nvrtc);
+namespace {
+
+NvrtcTarget target_for(const KernelRequest& request) {
+  Result<NvrtcTarget> target = choose_target(request.arch, nvrtc_info());
   if (!target)
     throw RuntimeError(ErrorKind::Compile, target.error());
+  return target.value();
+}
 
-  ProvidedKernels out;
-  CacheKey& key = out.key;
+} // namespace
+
+CacheKey KernelProvider::key_of(const KernelRequest& request, const NvrtcTarget& target) const {
+  CacheKey key;
   key.fusegen_version = FUSEGEN_VERSION;
   key.generator = generator_identity();
-  key.nvrtc_version = nvrtc.version();
-  key.nvrtc_options = nvrtc_options(target.value(), request.precision);
+  key.nvrtc_version = nvrtc_info().version();
+  key.nvrtc_options = nvrtc_options(target, request.precision);
   key.arch = request.arch;
-  key.target = target_name(target.value());
+  key.target = target_name(target);
   key.fusion = request.fusion->name;
   key.fingerprint = request.fingerprint;
   key.dims = request.dims;
   key.precision = request.precision;
+  key.autotuned = request.autotuned;
+  return key;
+}
 
-  if (disk_ && read_disk) {
-    DiskCache::Loaded loaded = disk_->load(key);
-    // The key names the fusion; a plan for another one is a damaged entry.
-    if (loaded.status == DiskCache::Lookup::Hit && loaded.entry.launch.fusion != key.fusion)
-      loaded = {DiskCache::Lookup::Bad, {}, "its launch plan is for fusion '" + loaded.entry.launch.fusion + "'"};
-    if (loaded.status == DiskCache::Lookup::Hit) {
-      // Only the specialization (for the argument and output shapes); the
-      // stored launch plan is used as it is.
-      out.concrete = specialize_or_throw(*request.fusion, request.dims, request.sources);
-      out.concrete.precision = request.precision;
-      ++counters_.disk_loads;
-      out.entry = std::move(loaded.entry);
-      out.from_disk = true;
-      return out;
-    }
-    if (loaded.status == DiskCache::Lookup::Bad) {
-      ++counters_.disk_rejects;
-      warnings_.warn("cache entry " + disk_->path(key.file_name()) + " is unusable (" + loaded.problem +
-                     "); deleted it, recompiling");
-      disk_->remove(key.file_name());
-    }
+ProvidedKernels KernelProvider::provide(const KernelRequest& request, bool read_disk) {
+  if (read_disk)
+    if (std::optional<ProvidedKernels> hit = lookup(request))
+      return std::move(*hit);
+  return compile(request, /*store_on_disk=*/true);
+}
+
+std::optional<ProvidedKernels> KernelProvider::lookup(const KernelRequest& request) {
+  if (!disk_)
+    return std::nullopt;
+  CacheKey key = key_of(request, target_for(request));
+  DiskCache::Loaded loaded = disk_->load(key);
+  // The key names the fusion; a plan for another one is a damaged entry.
+  if (loaded.status == DiskCache::Lookup::Hit && loaded.entry.launch.fusion != key.fusion)
+    loaded = {DiskCache::Lookup::Bad, {}, "its launch plan is for fusion '" + loaded.entry.launch.fusion + "'"};
+  if (loaded.status == DiskCache::Lookup::Hit) {
+    // Only the specialization (for the argument and output shapes); the
+    // stored launch plan is used as it is.
+    ProvidedKernels out;
+    out.concrete = specialize_or_throw(*request.fusion, request.dims, request.sources);
+    out.concrete.precision = request.precision;
+    ++counters_.disk_loads;
+    out.key = std::move(key);
+    out.entry = std::move(loaded.entry);
+    out.from_disk = true;
+    return out;
   }
+  if (loaded.status == DiskCache::Lookup::Bad) {
+    ++counters_.disk_rejects;
+    warnings_.warn("cache entry " + disk_->path(key.file_name()) + " is unusable (" + loaded.problem +
+                   "); deleted it, recompiling");
+    disk_->remove(key.file_name());
+  }
+  return std::nullopt;
+}
 
-  GeneratedUnit unit =
-      generate_unit(*request.fusion, request.dims, request.precision, target.value().arch, request.sources);
+ProvidedKernels KernelProvider::compile(const KernelRequest& request, bool store_on_disk) {
+  const NvrtcTarget target = target_for(request);
+  ProvidedKernels out;
+  out.key = key_of(request, target);
+  GeneratedUnit unit = generate_unit(*request.fusion, request.dims, request.precision, target.arch, request.sources,
+                                     request.gemm_block);
   ++counters_.generations;
   const std::string program = failed_source_path(unit);
-  Result<std::string> image = nvrtc_compile(unit.source, program, key.nvrtc_options, !target.value().cubin);
+  Result<std::string> image = nvrtc_compile(unit.source, program, out.key.nvrtc_options, !target.cubin);
   ++counters_.compiles;
   if (!image)
-    throw_nvrtc_failure(unit, key, program, image.error());
+    throw_nvrtc_failure(unit, out.key, program, image.error());
   out.concrete = std::move(unit.concrete);
-  out.entry.key_material = key.material();
+  out.entry.key_material = out.key.material();
   out.entry.launch = std::move(unit.launch);
-  out.entry.ptx = !target.value().cubin;
+  out.entry.ptx = !target.cubin;
   out.entry.image = std::move(image.value());
-  if (disk_) {
-    if (Status stored = disk_->store(key, out.entry); stored)
-      ++counters_.disk_writes;
-    else
-      warnings_.warn(stored.error() + " (continuing without it)");
-  }
+  if (store_on_disk)
+    store(request, out);
   return out;
+}
+
+void KernelProvider::store(const KernelRequest& request, ProvidedKernels& kernels) {
+  kernels.key = key_of(request, target_for(request));
+  kernels.entry.key_material = kernels.key.material();
+  if (!disk_)
+    return;
+  if (Status stored = disk_->store(kernels.key, kernels.entry); stored)
+    ++counters_.disk_writes;
+  else
+    warnings_.warn(stored.error() + " (continuing without it)");
 }
 
 void KernelProvider::reject(const ProvidedKernels& kernels, const std::string& problem) {

@@ -9,12 +9,14 @@
 #include "CacheKey.h"
 #include "DiskCache.h"
 #include "Generate.h"
+#include "Nvrtc.h"
 #include "Warnings.h"
 
 #include "fusegen/Diagnostics.h"
 
 #include <atomic>
 #include <memory>
+#include <optional>
 
 namespace fusegen::runtime {
 
@@ -33,6 +35,8 @@ struct KernelRequest {
   Precision precision = Precision::Strict;
   int arch = 0; // the device's sm_XY as XY
   const SourceManager* sources = nullptr;
+  bool autotuned = false;              // the key's tuning field (CacheKey::autotuned)
+  std::optional<GemmBlock> gemm_block; // forced GEMM block (an autotuning candidate)
 };
 
 struct ProvidedKernels {
@@ -52,6 +56,15 @@ public:
   // `read_disk` false compiles even if an entry exists (and replaces it).
   ProvidedKernels provide(const KernelRequest& request, bool read_disk = true);
 
+  // The disk entry for the request's key, if there is a usable one (bad
+  // ones are warned about and deleted). Throws RuntimeError (Spec, Compile).
+  std::optional<ProvidedKernels> lookup(const KernelRequest& request);
+  // Generates and compiles; stores the entry when `store_on_disk`.
+  ProvidedKernels compile(const KernelRequest& request, bool store_on_disk);
+  // Stores `kernels` under the request's key (e.g. an autotuning winner,
+  // compiled with a forced block, as the autotuned entry).
+  void store(const KernelRequest& request, ProvidedKernels& kernels);
+
   // For an entry read from disk that the driver then refused: warn, delete.
   void reject(const ProvidedKernels& kernels, const std::string& problem);
 
@@ -59,6 +72,8 @@ public:
   const DiskCache* disk() const { return disk_.get(); }
 
 private:
+  CacheKey key_of(const KernelRequest& request, const NvrtcTarget& target) const;
+
   std::shared_ptr<const DiskCache> disk_;
   Warnings& warnings_;
   ProviderCounters counters_;

@@ -1,10 +1,14 @@
 #include "RuntimeState.h"
 
+#include "Autotune.h"
 #include "CacheDir.h"
 #include "Nvrtc.h"
 
 #include "fusegen/CacheAdmin.h"
 #include "fusegen/IRPrinter.h"
+
+#include <cstdio>
+#include <cstdlib>
 
 namespace fusegen {
 
@@ -26,11 +30,19 @@ std::shared_ptr<const DiskCache> open_disk_cache(const RuntimeOptions& options, 
   return std::make_shared<const DiskCache>(where.dir);
 }
 
+// FUSEGEN_AUTOTUNE=1 turns autotuning on where the options leave it open.
+bool autotune_enabled(const RuntimeOptions& options) {
+  if (options.autotune)
+    return *options.autotune;
+  const char* value = std::getenv("FUSEGEN_AUTOTUNE");
+  return value != nullptr && std::string(value) == "1";
+}
+
 } // namespace
 
 RuntimeState::RuntimeState(int ordinal_, RuntimeOptions options_)
-    : ordinal(ordinal_), options(std::move(options_)), warnings(options.warning_sink),
-      disk(open_disk_cache(options, warnings)), provider(disk, warnings) {}
+    : ordinal(ordinal_), options(std::move(options_)), autotune(autotune_enabled(options)),
+      warnings(options.warning_sink), disk(open_disk_cache(options, warnings)), provider(disk, warnings) {}
 
 FunctionState::FunctionState(std::shared_ptr<const ProgramState> program_, const Fusion& fusion_)
     : program(std::move(program_)), fusion(&fusion_), fingerprint(fusegen::fingerprint(fusion_)), layout(fusion_) {}
@@ -119,9 +131,36 @@ std::shared_ptr<runtime::LoadedFusion> RuntimeState::build(const FunctionState& 
   request.precision = precision_of(*function.fusion);
   request.arch = info.arch;
   request.sources = &function.program->sources;
+  auto load_kernels = [&](const runtime::ProvidedKernels& kernels) { return load(kernels, info, context); };
+
+  // An autotuned entry is the best there is, with autotuning on or off.
+  request.autotuned = true;
+  if (std::optional<runtime::ProvidedKernels> tuned = provider.lookup(request)) {
+    try {
+      return load_kernels(*tuned);
+    } catch (const RuntimeError& error) {
+      if (error.kind() != ErrorKind::Driver && error.kind() != ErrorKind::Compile)
+        throw;
+      provider.reject(*tuned, error.what()); // then tune or build afresh below
+    }
+  }
+  if (autotune) {
+    bool zero_size = false;
+    for (const auto& [symbol, value] : dims)
+      zero_size = zero_size || value == 0;
+    if (!zero_size) {
+      runtime::Tuned tuned = runtime::autotune(provider, request, load_kernels, driver(), warnings);
+      ++tunings;
+      if (options.warning_sink == nullptr && std::getenv("FUSEGEN_AUTOTUNE_VERBOSE") != nullptr)
+        std::fprintf(stderr, "fusegen: autotuned fusion '%s' at %s: %s\n", function.fusion->name.c_str(),
+                     runtime::dims_text(dims).c_str(), tuned.report.c_str());
+      return tuned.loaded;
+    }
+  }
+  request.autotuned = false;
   runtime::ProvidedKernels kernels = provider.provide(request);
   try {
-    return load(kernels, info, context);
+    return load_kernels(kernels);
   } catch (const RuntimeError& error) {
     // An entry from disk that the driver refuses (e.g. written by another
     // NVRTC), or whose launch plan does not fit the fusion, must not fail
@@ -130,7 +169,7 @@ std::shared_ptr<runtime::LoadedFusion> RuntimeState::build(const FunctionState& 
       throw;
     provider.reject(kernels, error.what());
     kernels = provider.provide(request, /*read_disk=*/false);
-    return load(kernels, info, context);
+    return load_kernels(kernels);
   }
 }
 
@@ -160,6 +199,7 @@ Stats RuntimeState::stats() const {
   s.disk_loads = c.disk_loads.load();
   s.disk_writes = c.disk_writes.load();
   s.disk_rejects = c.disk_rejects.load();
+  s.tunings = tunings.load();
   return s;
 }
 

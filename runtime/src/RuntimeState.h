@@ -78,11 +78,13 @@ struct RuntimeState {
 
   const int ordinal;
   const RuntimeOptions options;
+  const bool autotune; // options.autotune, or FUSEGEN_AUTOTUNE=1
   runtime::Warnings warnings;
   std::shared_ptr<const runtime::DiskCache> disk; // null when off
   runtime::KernelProvider provider;
   std::atomic<uint64_t> calls{0};
   std::atomic<uint64_t> memory_hits{0};
+  std::atomic<uint64_t> tunings{0};
 
 private:
   struct LoadKey {

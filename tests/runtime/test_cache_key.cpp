@@ -32,7 +32,7 @@ TEST(CacheKey, MaterialIsDeterministicAndComplete) {
   CacheKey key = sample_key();
   EXPECT_EQ(key.material(), sample_key().material());
   EXPECT_EQ(key.material(), "fusegen-cache-key\n"
-                            "schema=2\n"
+                            "schema=3\n"
                             "fusegen=0.1.0\n"
                             "generator=" +
                                 std::string(64, 'b') +
@@ -46,6 +46,7 @@ TEST(CacheKey, MaterialIsDeterministicAndComplete) {
                                 "\n"
                                 "dims=M=8,N=1024\n"
                                 "precision=strict\n"
+                                "tuning=heuristic\n"
                                 "option=--gpu-architecture=sm_90\n"
                                 "option=-default-device\n");
   EXPECT_EQ(key.file_name(), sha256_hex(key.material()) + ".fgc");
@@ -53,7 +54,7 @@ TEST(CacheKey, MaterialIsDeterministicAndComplete) {
 
 TEST(CacheKey, EveryFieldChangesTheEntryName) {
   const std::vector<std::function<void(CacheKey&)>> changes = {
-      [](CacheKey& k) { k.schema = 3; },
+      [](CacheKey& k) { k.schema = 4; },
       [](CacheKey& k) { k.fusegen_version = "0.2.0"; },
       [](CacheKey& k) { k.nvrtc_version = "12.4"; },
       [](CacheKey& k) { k.nvrtc_options.push_back("--ftz=false"); },
@@ -66,6 +67,7 @@ TEST(CacheKey, EveryFieldChangesTheEntryName) {
       [](CacheKey& k) { k.dims.erase("M"); },
       [](CacheKey& k) { k.precision = Precision::TF32; },
       [](CacheKey& k) { k.generator[5] = 'c'; },
+      [](CacheKey& k) { k.autotuned = true; },
   };
   std::set<std::string> names = {sample_key().file_name()};
   for (const auto& change : changes) {

@@ -94,6 +94,7 @@ struct Stats {
   uint64_t disk_loads = 0;   // kernels taken from the disk cache
   uint64_t disk_writes = 0;  // disk cache entries written
   uint64_t disk_rejects = 0; // bad disk cache entries deleted and rebuilt
+  uint64_t tunings = 0;      // (fusion, dims) autotuned: candidates compiled and timed on the GPU
 };
 
 struct RuntimeOptions {
@@ -107,6 +108,12 @@ struct RuntimeOptions {
   // Check with the driver that every pointer is device memory of this
   // Runtime's device and that the tensor fits in its allocation.
   bool check_pointers = true;
+  // Autotuning: the first time a (fusion, dims) is built, compile each
+  // candidate configuration (GEMM blocks), time it on the device with
+  // scratch tensors and keep the fastest, stored in the disk cache as the
+  // key's autotuned entry (which later runs use with autotuning on or off).
+  // Unset: on when FUSEGEN_AUTOTUNE=1 is in the environment.
+  std::optional<bool> autotune;
   // Where warnings go (e.g. a corrupt cache entry was rebuilt); stderr when
   // empty. Each distinct warning is reported once.
   std::function<void(const std::string&)> warning_sink;

@@ -23,6 +23,10 @@ thread_local std::vector<CUcontext> t_stack;
 struct FakeFunction {
   std::string name;
 };
+struct FakeEvent {
+  double at_ms = -1; // the clock when recorded; -1 before
+};
+double g_clock_ms = 0; // simulated time, advanced by kernel launches
 struct FakeModule {
   std::string image;
   std::vector<std::unique_ptr<FakeFunction>> functions; // freed with the module
@@ -64,6 +68,7 @@ extern "C" void fakecuda_reset() {
   g_state.calls.clear();
   g_state.fail_function.clear();
   g_state.allocation_device.clear();
+  g_state.launch_ms.clear();
 }
 
 void* g_last_stream = nullptr;
@@ -181,6 +186,57 @@ CUresult CUDAAPI cuCtxSynchronize() {
 CUresult CUDAAPI cuStreamSynchronize(CUstream) {
   FAKE_ENTER("cuStreamSynchronize");
   return t_stack.empty() ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int) {
+  FAKE_ENTER("cuStreamCreate");
+  if (t_stack.empty())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  *stream = reinterpret_cast<CUstream>(new int(0));
+  ++g_state.live_streams;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
+  FAKE_ENTER("cuStreamDestroy_v2");
+  std::lock_guard<std::mutex> lock(g_mutex);
+  delete reinterpret_cast<int*>(stream);
+  --g_state.live_streams;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int) {
+  FAKE_ENTER("cuEventCreate");
+  if (t_stack.empty())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  *event = reinterpret_cast<CUevent>(new FakeEvent);
+  ++g_state.live_events;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventDestroy(CUevent event) {
+  FAKE_ENTER("cuEventDestroy_v2");
+  std::lock_guard<std::mutex> lock(g_mutex);
+  delete reinterpret_cast<FakeEvent*>(event);
+  --g_state.live_events;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventRecord(CUevent event, CUstream) {
+  FAKE_ENTER("cuEventRecord");
+  std::lock_guard<std::mutex> lock(g_mutex);
+  reinterpret_cast<FakeEvent*>(event)->at_ms = g_clock_ms;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventSynchronize(CUevent) {
+  FAKE_ENTER("cuEventSynchronize");
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+  FAKE_ENTER("cuEventElapsedTime_v2");
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const auto *a = reinterpret_cast<FakeEvent*>(start), *b = reinterpret_cast<FakeEvent*>(end);
+  if (a->at_ms < 0 || b->at_ms < 0)
+    return CUDA_ERROR_INVALID_HANDLE;
+  *ms = static_cast<float>(b->at_ms - a->at_ms);
+  return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr* pointer, size_t bytes) {
   FAKE_ENTER("cuMemAlloc_v2");
@@ -343,6 +399,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, u
   }
   std::lock_guard<std::mutex> lock(g_mutex);
   g_last_stream = stream;
+  const std::string grid = std::to_string(gx) + "," + std::to_string(gy) + "," + std::to_string(gz);
+  auto cost = g_state.launch_ms.find(grid);
+  g_clock_ms += cost == g_state.launch_ms.end() ? 0.01 : cost->second;
   if (g_state.recording)
     g_state.launches.push_back(std::move(launch));
   return CUDA_SUCCESS;

@@ -2,7 +2,8 @@
 // without a GPU: device memory is host memory, contexts are a per-thread
 // stack, modules must look like a cubin or PTX and contain the kernel names
 // asked for, `fusegen_fill` launches are carried out, other launches are
-// recorded (their kernels cannot run). Tests load it before the runtime
+// recorded (their kernels cannot run) and take simulated time that events
+// measure. Tests load it before the runtime
 // opens "libcuda.so.1", which then resolves to it.
 #pragma once
 
@@ -38,6 +39,11 @@ struct State {
   // Off (fakecuda_set_recording(0), for benchmarks of many calls): `calls`
   // and `launches` are not appended to; fills still run.
   bool recording = true;
+  // Simulated time: each kernel launch advances a clock that events read, by
+  // launch_ms["gx,gy,gz"] for its grid, or 0.01 ms.
+  std::map<std::string, double> launch_ms;
+  int live_streams = 0;
+  int live_events = 0;
 };
 inline constexpr int kHostMemory = -1;
 

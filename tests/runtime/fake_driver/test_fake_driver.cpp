@@ -196,6 +196,91 @@ TEST_F(FakeDriver, LaunchesFollowThePlan) {
   }
 }
 
+// Autotuning compiles the heuristic's kernels and each GEMM block, times
+// them with events on a stream of its own (the fake clock charges each
+// launch by its grid), keeps the fastest, and stores it as the autotuned
+// entry, which a later runtime without autotuning uses.
+TEST_F(FakeDriver, AutotuneKeepsTheFastestBlockAndStoresIt) {
+  const std::string spec = "specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg";
+  auto loaded = testing::load_module(testing::read_text(testing::source_path(spec)), spec);
+  ASSERT_TRUE(loaded);
+  const int64_t n = 128;
+  std::map<std::string, std::string> grid_of; // block -> the GEMM kernel's grid
+  std::string gemm_kernel;
+  for (const GemmBlock& block : kGemmBlocks) {
+    runtime::GeneratedUnit unit = runtime::generate_unit(loaded->fusion(), {{"N", n}}, Precision::Strict, 90,
+                                                         &loaded->sources, block);
+    const runtime::KernelLaunchPlan& k = unit.launch.kernels.at(0);
+    gemm_kernel = k.name;
+    grid_of[std::to_string(block.rows) + "x" + std::to_string(block.cols)] =
+        std::to_string(k.grid[0]) + "," + std::to_string(k.grid[1]) + "," + std::to_string(k.grid[2]);
+  }
+  ASSERT_EQ(std::set<std::string>({grid_of["128x128"], grid_of["128x64"], grid_of["64x64"]}).size(), 3u);
+  auto set_costs = [&] {
+    g_fake->launch_ms[grid_of["128x128"]] = 0.5; // not the heuristic's pick at N=128 (too few blocks)...
+    g_fake->launch_ms[grid_of["128x64"]] = 2.0;
+    g_fake->launch_ms[grid_of["64x64"]] = 1.0; // ...which is 64x64
+  };
+  auto gemm_grid_of_last_call = [&] {
+    for (auto it = g_fake->launches.rbegin(); it != g_fake->launches.rend(); ++it)
+      if (it->kernel == gemm_kernel)
+        return std::to_string(it->grid[0]) + "," + std::to_string(it->grid[1]) + "," + std::to_string(it->grid[2]);
+    return std::string("(none)");
+  };
+  Fusion concrete = specialized(*loaded, n);
+  RuntimeOptions tuned_options = options();
+  tuned_options.autotune = true;
+  {
+    Runtime rt(0, tuned_options);
+    Function f = rt.load_file(testing::source_path(spec)).function(loaded->fusion().name);
+    Tensors t(rt, concrete);
+    set_costs();
+    f.call(t.args, t.outs, nullptr);
+    EXPECT_EQ(gemm_grid_of_last_call(), grid_of["128x128"]);
+    Stats s = rt.stats();
+    EXPECT_EQ(s.tunings, 1u);
+    EXPECT_EQ(s.compiles, 4u); // the heuristic's and three forced blocks (one the same code as the heuristic's)
+    EXPECT_EQ(s.disk_writes, 1u);
+    EXPECT_EQ(g_fake->live_streams, 0);
+    EXPECT_EQ(g_fake->live_events, 0);
+    f.call(t.args, t.outs, nullptr); // tuned once per (fusion, dims)
+    EXPECT_EQ(rt.stats().tunings, 1u);
+  }
+  {
+    RuntimeOptions plain = options();
+    plain.autotune = false;
+    Runtime rt(0, plain);
+    Function f = rt.load_file(testing::source_path(spec)).function(loaded->fusion().name);
+    Tensors t(rt, concrete);
+    f.call(t.args, t.outs, nullptr);
+    EXPECT_EQ(gemm_grid_of_last_call(), grid_of["128x128"]);
+    Stats s = rt.stats();
+    EXPECT_EQ(s.compiles, 0u);
+    EXPECT_EQ(s.disk_loads, 1u);
+    EXPECT_EQ(s.tunings, 0u);
+  }
+  EXPECT_EQ(log_.count(), 0u);
+}
+
+// A fusion without a GEMM has one candidate: nothing is timed, and the
+// entry is still stored as autotuned so later runs do not try again.
+TEST_F(FakeDriver, AutotuneWithOneCandidateTimesNothing) {
+  auto loaded = testing::load_module(testing::kElementwiseSpec);
+  ASSERT_TRUE(loaded);
+  RuntimeOptions o = options();
+  o.autotune = true;
+  Runtime rt(0, o);
+  Function f = rt.load_string(testing::kElementwiseSpec).function(loaded->fusion().name);
+  Tensors t(rt, specialized(*loaded, 16));
+  reset_fake();
+  f.call(t.args, t.outs, nullptr);
+  EXPECT_EQ(count_calls("cuEventCreate"), 0u);
+  Stats s = rt.stats();
+  EXPECT_EQ(s.tunings, 1u);
+  EXPECT_EQ(s.compiles, 1u); // GEMM blocks are the only candidates besides the heuristic's
+  EXPECT_EQ(s.disk_writes, 1u);
+}
+
 TEST_F(FakeDriver, SecondCallOnlyLaunches) {
   auto loaded = testing::load_module(testing::kElementwiseSpec);
   Runtime rt(0, options());

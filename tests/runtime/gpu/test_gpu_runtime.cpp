@@ -7,6 +7,7 @@
 #include "support/GpuSupport.h"
 #include "support/TestSupport.h"
 
+#include "fusegen/Interpreter.h"
 #include "fusegen/RandomInputs.h"
 #include "fusegen/Warmup.h"
 
@@ -157,6 +158,48 @@ TEST_F(GpuRuntime, PerThreadDefaultStream) {
   for (std::thread& t : threads)
     t.join();
   EXPECT_EQ(rt.stats().calls, 4u);
+}
+
+// Autotuning on the GPU: the GEMM chains at a size where every block is a
+// candidate (wgmma 128x128, 128x64, mma.sync 64x64) match the reference in
+// strict precision, and a runtime without autotuning then takes the
+// autotuned entry from disk.
+TEST_F(GpuRuntime, AutotunedKernelsMatchTheReference) {
+  for (const std::string& spec : {kSmall62, std::string("specs/kernelbench/small/39_gemm_scale_batchnorm.fg")}) {
+    SCOPED_TRACE(spec);
+    auto module = testing::load_module(testing::read_text(testing::source_path(spec)), spec);
+    ASSERT_TRUE(module);
+    Diagnostics diags;
+    std::optional<Fusion> c = specialize(module->fusion(), {{"N", 4500}}, diags);
+    ASSERT_TRUE(c) << diags.render(module->sources);
+    std::map<std::string, HostTensor> inputs = make_random_arguments(*c, 5);
+    Result<InterpreterResult> want = interpret(module->fusion(), inputs);
+    ASSERT_TRUE(want) << want.error();
+    auto check = [&](Runtime& rt) {
+      Function f = rt.load_file(testing::source_path(spec)).function(module->fusion().name);
+      testing::DeviceResult got = testing::run_on_device(rt, f, *c, inputs);
+      for (const auto& [name, tensor] : want.value().outputs) {
+        testing::Comparison cmp = testing::compare_to_reference(got.outputs.at(name), tensor, 1e-4, 1e-4);
+        EXPECT_EQ(cmp.mismatches, 0u) << name << ": " << cmp.summary();
+      }
+    };
+    RuntimeOptions tuned = options();
+    tuned.precision = Precision::Strict;
+    tuned.autotune = true;
+    {
+      Runtime rt(0, tuned);
+      check(rt);
+      EXPECT_EQ(rt.stats().tunings, 1u);
+      EXPECT_GE(rt.stats().compiles, 3u);
+    }
+    RuntimeOptions plain = tuned;
+    plain.autotune = false;
+    Runtime rt(0, plain);
+    check(rt);
+    EXPECT_EQ(rt.stats().compiles, 0u);
+    EXPECT_EQ(rt.stats().disk_loads, 1u);
+  }
+  EXPECT_EQ(log_.count(), 0u);
 }
 
 TEST_F(GpuRuntime, WarmedCacheServesAFreshRuntime) {

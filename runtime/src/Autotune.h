@@ -1,0 +1,42 @@
+// Autotuning: for a new (fusion, dims, precision, arch), compile each
+// candidate configuration (the heuristic's, then every GEMM block the
+// kernels can take), time each on the device with scratch tensors, and keep
+// the fastest as the key's autotuned disk cache entry.
+#pragma once
+
+#include "DriverApi.h"
+#include "KernelProvider.h"
+#include "LoadedFusion.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace fusegen::runtime {
+
+// Milliseconds per run of `fusion`'s launch sequence on scratch tensors
+// (arguments filled with 0.5, outputs written), on a stream of its own in
+// the current context: `warmup` runs, then the mean of `runs` between two
+// events. Throws RuntimeError (Driver), e.g. when the scratch tensors do not
+// fit in device memory.
+double time_fusion(const DriverApi& api, LoadedFusion& fusion, int warmup, int runs);
+
+struct Tuned {
+  ProvidedKernels kernels;
+  std::shared_ptr<LoadedFusion> loaded;
+  std::string report; // "128x128 1.812 ms, 128x64 2.034 ms (heuristic: 128x128)"
+};
+
+using LoadKernels = std::function<std::shared_ptr<LoadedFusion>(const ProvidedKernels&)>;
+
+// `request` is for the autotuned key. The heuristic's kernels come first: if
+// they fail to build, that error is thrown; a candidate block a kernel
+// cannot take, or one the driver refuses, is skipped. Candidates that
+// compile to the same image are timed once. The winner is stored under the
+// request's key (even when only one candidate exists, so later runs do not
+// tune again). Timing failures (e.g. out of memory for the scratch tensors)
+// fall back to the heuristic's kernels with a warning, stored nowhere.
+Tuned autotune(KernelProvider& provider, const KernelRequest& request, const LoadKernels& load,
+               const DriverApi& api, Warnings& warnings);
+
+} // namespace fusegen::runtime
