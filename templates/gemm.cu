@@ -868,33 +868,22 @@ __device__ __forceinline__ void load_split_a(const float* slice, int k8, unsigne
   }
 }
 
-// Splits `count` floats in place into their tf32 big parts and writes the
-// small parts to `small` (same layout); the split is element-wise, so the
-// swizzle does not matter.
+// Writes the small parts of `count` floats to `small` (same layout; the
+// split is element-wise, so the swizzle does not matter) and leaves the
+// floats as they are: the tensor cores read their tf32 part, the truncated
+// big part, and small = rna(x - trunc(x)) leaves at most 2^-21 |x| (2^-22
+// with a rounded big part, which costs writing the slice back: about 8% of
+// the shared-memory traffic that bounds this loop; bench/NOTES.md v10).
 template <int kCount>
-__device__ __forceinline__ void split_floats(float* slice, float* small) {
+__device__ __forceinline__ void split_floats(const float* slice, float* small) {
   constexpr int kVectors = kCount / 4;
   static_assert(!kWgmma || kVectors % kThreads == 0, "split vectors must divide evenly among the threads");
+  auto rest = [](float x) { return __uint_as_float(gemm_tf32(x - __uint_as_float(__float_as_uint(x) & 0xffffe000u))); };
 #pragma unroll
   for (int i = 0; i < kVectors / kThreads; ++i) {
     const int v = (threadIdx.x + i * kThreads) * 4;
-    float4 x = *reinterpret_cast<float4*>(slice + v);
-    float4 big, rest;
-    unsigned int b, r;
-    gemm_split(x.x, b, r);
-    big.x = __uint_as_float(b);
-    rest.x = __uint_as_float(r);
-    gemm_split(x.y, b, r);
-    big.y = __uint_as_float(b);
-    rest.y = __uint_as_float(r);
-    gemm_split(x.z, b, r);
-    big.z = __uint_as_float(b);
-    rest.z = __uint_as_float(r);
-    gemm_split(x.w, b, r);
-    big.w = __uint_as_float(b);
-    rest.w = __uint_as_float(r);
-    *reinterpret_cast<float4*>(slice + v) = big;
-    *reinterpret_cast<float4*>(small + v) = rest;
+    const float4 x = *reinterpret_cast<const float4*>(slice + v);
+    *reinterpret_cast<float4*>(small + v) = make_float4(rest(x.x), rest(x.y), rest(x.z), rest(x.w));
   }
 }
 
@@ -916,7 +905,8 @@ __device__ __forceinline__ void issue_slice_wgmma(const float* slice, float (&su
 }
 
 // One slice's 3xTF32 products for this thread's warpgroup, A from registers,
-// B's big parts in the slice and its small parts in `b_small`: small*big +
+// B in the slice (its big parts as the tensor cores read it) and its small
+// parts in `b_small`: small*big +
 // big*small + big*big added to `sums`, one commit group per k step. A's
 // fragments go through two register sets: a set is refilled (shared loads
 // and the split, while the previous step's products run) once the products
@@ -946,8 +936,9 @@ __device__ __forceinline__ void issue_slice_wgmma_split(const float* slice, cons
 //   that read it, two slices back, finished in both warpgroups. The tensor
 //   cores take the fp32 bits as they are (they read the tf32 part).
 //   3xTF32: copies run kStages - 1 ahead. Each landed slice's B is split
-//   once (every thread a share: big parts in place, small parts into one of
-//   two buffers) while slice s's products are on the tensor cores; each
+//   once (every thread a share: small parts into one of two buffers, the
+//   tensor cores truncate the slice itself to the big parts) while slice s's
+//   products are on the tensor cores; each
 //   warpgroup loads and splits its own rows of A in registers (wgmma's
 //   register-A form), so the tensor cores read only B from shared memory
 //   (bench/NOTES.md v9). The products of a slice go into separate sums that
