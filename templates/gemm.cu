@@ -53,7 +53,8 @@
 //   "tile_m"        constexpr int kTileM       rows of an epilogue tile (64)
 //   "tile_n"        constexpr int kTileN       columns of an epilogue tile (64)
 //   "block_m"       constexpr int kBlockM      rows of a block (64, or 128 with tensor cores)
-//   "block_n"       constexpr int kBlockN      columns of a block (64, or 128 with tensor cores)
+//   "block_n"       constexpr int kBlockN      columns of a block (64, or 128 with tensor
+//                                  cores, or 256 for TF32 on wgmma)
 //   "tile_k"        constexpr int kTileK       depth of a shared-memory slice (8, 16 or 32)
 //   "threads"       constexpr int kThreads     threads per block (256)
 //   "inner_product" constexpr int kInnerProduct  0 SIMT fp32, 1 3xTF32, 2 TF32
@@ -244,8 +245,10 @@ static_assert(kTileM == 64 && kTileN == 64 && kThreads == 256,
 static_assert(kTileK == 8 || kTileK == 16 || kTileK == 32, "kTileK must be 8, 16 or 32");
 static_assert(kInnerProduct >= 0 && kInnerProduct <= 2, "kInnerProduct is 0 (SIMT), 1 (3xTF32) or 2 (TF32)");
 static_assert(kInnerProduct != 0 || (kBlockM == kTileM && kBlockN == kTileN), "SIMT blocks are one 64x64 tile");
-static_assert((kBlockM == 64 || kBlockM == 128) && (kBlockN == 64 || kBlockN == 128),
-              "blocks are 64 or 128 rows and columns");
+static_assert((kBlockM == 64 || kBlockM == 128) && (kBlockN == 64 || kBlockN == 128 || kBlockN == 256),
+              "blocks are 64 or 128 rows and 64, 128 or 256 columns");
+static_assert(kBlockN != 256 || (kInnerProduct == 2 && kBlockM == 128),
+              "256-column blocks are for TF32 on wgmma (128 accumulators per thread)");
 static_assert(kNormGroup >= 0 && kNormGroup <= kTileN && (kNormGroup == 0 || kTileN % kNormGroup == 0),
               "a norm group must divide the tile width");
 static_assert(kStatsGroup >= 0 && kStatsGroup <= kTileN && (kStatsGroup == 0 || kTileN % kStatsGroup == 0),
@@ -321,7 +324,7 @@ constexpr bool kWgmma = kAsync && kHaveWgmma && kBlockM == 128 && kTileK == 32;
 constexpr int kWarps = kThreads / 32;
 // wgmma: warpgroup w / 4 owns rows 64 * (w / 4) and up; warp w owns 16 of
 // them across the whole block width (the m64nN accumulator layout).
-constexpr int kWarpsN = kWgmma ? 1 : kBlockN == 128 ? 4 : 2;
+constexpr int kWarpsN = kWgmma ? 1 : kBlockN >= 128 ? 4 : 2;
 constexpr int kWarpsM = kWarps / kWarpsN;
 constexpr int kWarpM = kBlockM / kWarpsM;
 constexpr int kWarpN = kBlockN / kWarpsN;
@@ -792,13 +795,66 @@ __device__ __forceinline__ void gemm_wgmma_n128(float (&d)[16][4], unsigned long
 #endif
 }
 
+// acc (m64n256, fp32) = a (64 x 8) * b (256 x 8)^T [+ acc if accumulate],
+// both operands K-major tf32 in shared memory (descriptors).
+__device__ __forceinline__ void gemm_wgmma_n256(float (&d)[32][4], unsigned long long a, unsigned long long b,
+                                               int accumulate) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+               "{"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+               "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+               "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+               "%56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, "
+               "%74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, "
+               "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, "
+               "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "
+               "%123, %124, %125, %126, %127"
+               "}, %128, %129, p, 1, 1;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+                 "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+                 "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+                 "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+                 "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+                 "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+                 "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+                 "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]),
+                 "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+                 "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]),
+                 "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]),
+                 "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]),
+                 "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]),
+                 "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]),
+                 "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]),
+                 "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]),
+                 "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]),
+                 "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]),
+                 "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]),
+                 "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]),
+                 "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]),
+                 "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]),
+                 "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]),
+                 "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]),
+                 "+f"(d[31][3])
+               : "l"(a), "l"(b), "r"(accumulate));
+#else
+  (void)d;
+  (void)a;
+  (void)b;
+  (void)accumulate;
+#endif
+}
+
 // One m64nN k8 step: the instruction for the block width (a template, so
 // that configurations without wgmma instantiate neither).
 template <int kN>
 __device__ __forceinline__ void gemm_wgmma(float (&d)[kN][4], unsigned long long a, unsigned long long b,
                                            int accumulate) {
-  static_assert(!kWgmma || kN == 16 || kN == 8, "wgmma blocks are 128 or 64 columns wide");
-  if constexpr (kN == 16)
+  static_assert(!kWgmma || kN == 32 || kN == 16 || kN == 8, "wgmma blocks are 256, 128 or 64 columns wide");
+  if constexpr (kN == 32)
+    gemm_wgmma_n256(d, a, b, accumulate);
+  else if constexpr (kN == 16)
     gemm_wgmma_n128(d, a, b, accumulate);
   else if constexpr (kN == 8)
     gemm_wgmma_n64(d, a, b, accumulate);
@@ -809,7 +865,7 @@ __device__ __forceinline__ void gemm_wgmma(float (&d)[kN][4], unsigned long long
 // (N x 8, K-major in shared memory)^T.
 template <int kN>
 __device__ __forceinline__ void gemm_wgmma_rs(float (&d)[kN][4], const unsigned int (&a)[4], unsigned long long b) {
-  static_assert(!kWgmma || kN == 16 || kN == 8, "wgmma blocks are 128 or 64 columns wide");
+  static_assert(!kWgmma || kInnerProduct != 1 || kN == 16 || kN == 8, "3xTF32 blocks are 128 or 64 columns wide");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   if constexpr (kN == 16)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"

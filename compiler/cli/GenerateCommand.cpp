@@ -31,7 +31,7 @@ Result<GemmBlock> parse_gemm_block(const std::string& text) {
   for (const GemmBlock& block : kGemmBlocks)
     if (text == std::to_string(block.rows) + "x" + std::to_string(block.cols))
       return block;
-  return Error{"bad --gemm-block '" + text + "' (expected 128x128, 128x64 or 64x64)"};
+  return Error{"bad --gemm-block '" + text + "' (expected 128x256, 128x128, 128x64 or 64x64)"};
 }
 
 Status write_file(const std::string& path, const std::string& text) {

@@ -19,7 +19,7 @@ Generate CUDA (no GPU needed):
       FUSEGEN_DEVICE_ONLY to drop them); -H writes a header declaring the
       launchers and fusegen_<fusion>_workspace_size(...). --dims bakes sizes
       in; without it symbolic dims are runtime arguments. --gemm-block forces
-      every GEMM kernel's block (128x128, 128x64 or 64x64) instead of the
+      every GEMM kernel's block (128x256, 128x128, 128x64 or 64x64) instead of the
       heuristic's. --emit stops early.
 
 Commands:

@@ -559,13 +559,16 @@ TEST(CodegenGemm, VariantChoice) {
   const std::optional<int64_t> none;
   const char* big_strict = "inner 1, block 128x128, tile_k 32, stages 4, vectors true/true";
   const char* big_tf32 = "inner 2, block 128x128, tile_k 32, stages 5, vectors true/true";
+  // tf32 on wgmma takes 256 columns where that still gives enough blocks
+  // (4 stages: 128x256 slices fill shared memory).
+  const char* wide_tf32 = "inner 2, block 128x256, tile_k 32, stages 4, vectors true/true";
   expect_variants({}, P::Strict,
                   {{"big_k0", big_strict, {8, none, 1}},
                    {"k10_k0", "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false", {8, none, 1}},
                    {"mm_k0", "inner 1, block 128x64, tile_k 32, stages 2, vectors true/true", {8, none, 1}},
                    {"conv64_k0", "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, none}}});
   expect_variants({}, P::TF32,
-                  {{"big_k0", big_tf32, {8, none, 1}},
+                  {{"big_k0", wide_tf32, {4, none, 1}},
                    {"k10_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {8, none, 1}},
                    {"mm_k0", "inner 2, block 128x128, tile_k 32, stages 2, vectors true/true", {4, none, 1}},
                    {"conv64_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, none}}});
@@ -576,7 +579,7 @@ TEST(CodegenGemm, VariantChoice) {
                    {"mm_k0", "inner 1, block 128x64, tile_k 32, stages 2, vectors true/true", {8, 64, 1}},
                    {"conv64_k0", "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, 8192}}});
   expect_variants({{"N", 8192}}, P::TF32,
-                  {{"big_k0", big_tf32, {8, 64, 1}},
+                  {{"big_k0", wide_tf32, {4, 64, 1}},
                    {"k10_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {8, 128, 1}},
                    {"mm_k0", "inner 2, block 128x128, tile_k 32, stages 2, vectors true/true", {4, 64, 1}},
                    {"conv64_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, 8192}}});
@@ -799,11 +802,11 @@ TEST(CodegenGemm, KernelBenchSpecs) {
   EXPECT_EQ(launch_of(code, 0, 0).grid[0].value, 128);
   EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, 2);
   expect_dynamic_shared_memory(code, 0, "gemm_groupnorm_min_biasadd_k0");
-  // tf32 at N = 1024: 8 * 64 = 512 blocks of 128x128.
+  // tf32 at N = 1024: 8 * 32 = 256 blocks of 128x256.
   code = generate(plans_of(text, {{"N", 1024}}), Precision::TF32);
   EXPECT_EQ(variant_of(kernel_text(code, "gemm_groupnorm_min_biasadd_k0")),
-            "inner 2, block 128x128, tile_k 32, stages 5, vectors true/true");
-  EXPECT_EQ(launch_of(code, 0, 0).grid[0].value, 64);
+            "inner 2, block 128x256, tile_k 32, stages 4, vectors true/true");
+  EXPECT_EQ(launch_of(code, 0, 0).grid[0].value, 32);
   EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, 8);
   expect_dynamic_shared_memory(code, 0, "gemm_groupnorm_min_biasadd_k0");
   code = generate(plans_of(read_file(root + "85_conv2d_groupnorm_scale_maxpool_clamp.fg"), {{"N", 128}}));

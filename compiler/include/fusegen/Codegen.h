@@ -28,7 +28,7 @@ struct GemmBlock {
 // The blocks the GEMM template supports, largest first: the autotuner's
 // candidates. Which of them a kernel can take depends on its operands and
 // precision (docs/kernels-gemm.md).
-inline constexpr GemmBlock kGemmBlocks[] = {{128, 128}, {128, 64}, {64, 64}};
+inline constexpr GemmBlock kGemmBlocks[] = {{128, 256}, {128, 128}, {128, 64}, {64, 64}};
 
 struct CodegenOptions {
   int arch = 90;                      // sm_XY as XY; 80 and above

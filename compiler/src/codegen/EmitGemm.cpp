@@ -595,28 +595,40 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g)
   // blocks run two per SM (templates/gemm.cu), which measured faster.
   const bool gathers = !(g.a_vector && g.b_vector);
   // What the template can run: gathers only in 64x64 blocks (three per SM);
-  // strict mma.sync at most 128x64 (its separate sums spill beside 128x128).
-  auto supported = [&](int bm, int bn) {
-    return !(gathers && bm * bn > 64 * 64) && !(v.inner_product == 1 && !wgmma && bm * bn > 128 * 64);
+  // strict mma.sync at most 128x64 (its separate sums spill beside 128x128);
+  // 256 columns only for TF32 on wgmma (128 accumulators per thread, no room
+  // for strict's separate sums). Empty when supported, else why not.
+  auto unsupported = [&](int bm, int bn) -> std::string {
+    if (gathers && bm * bn > 64 * 64)
+      return "gathered operands take 64x64";
+    if (v.inner_product == 1 && !wgmma && bm * bn > 128 * 64)
+      return "strict mma.sync takes at most 128x64";
+    if (bn > 128 && !(v.inner_product == 2 && wgmma && bm == 128))
+      return "256-column blocks are for tf32 on wgmma, 128 rows";
+    return "";
+  };
+  // 128x256 slices fill shared memory at 4 stages.
+  const int stages = v.stages;
+  auto set_block = [&](int bm, int bn) {
+    v.block_m = bm;
+    v.block_n = bn;
+    v.stages = bn > 128 ? kTensorCoreStages : stages;
   };
   if (const std::optional<GemmBlock>& forced = ctx.options().gemm_block) {
-    if (!supported(forced->rows, forced->cols))
+    if (std::string why = unsupported(forced->rows, forced->cols); !why.empty())
       return Error{"this GEMM kernel cannot take " + std::to_string(forced->rows) + "x" +
-                   std::to_string(forced->cols) + " blocks (" +
-                   (gathers ? "gathered operands take 64x64" : "strict mma.sync takes at most 128x64") + ")"};
-    v.block_m = forced->rows;
-    v.block_n = forced->cols;
+                   std::to_string(forced->cols) + " blocks (" + why + ")"};
+    set_block(forced->rows, forced->cols);
     return v;
   }
   for (const auto& [bm, bn] : kGemmBlocks) {
-    if (!supported(bm, bn))
+    if (!unsupported(bm, bn).empty())
       continue;
-    if (bn > kTile && g.launch_cols.value && *g.launch_cols.value <= kTile)
+    if (bn > kTile && g.launch_cols.value && *g.launch_cols.value <= bn / 2)
       continue; // half the block would be past the last column
     if (bm > kTile && g.launch_rows.value && *g.launch_rows.value <= kTile)
       continue; // likewise past the last row
-    v.block_m = bm;
-    v.block_n = bn;
+    set_block(bm, bn);
     if (!g.launch_rows.value || !g.launch_cols.value || !g.launch_batches.value)
       break;
     int64_t blocks = ((*g.launch_rows.value + bm - 1) / bm) * ((*g.launch_cols.value + bn - 1) / bn) *
