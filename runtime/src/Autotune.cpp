@@ -90,6 +90,18 @@ double time_fusion(const DriverApi& api, LoadedFusion& fusion, int warmup, int r
   for (const std::vector<int64_t>& shape : fusion.output_shapes())
     outputs.push_back(memory.tensor(shape, 0.0f));
   Stream stream(api);
+  // The stream goes away with this function, so the workspace the fusion
+  // keeps for it must too (the winner stays loaded for the runtime's life),
+  // once the stream's work is done, also when a launch threw.
+  struct ReleaseWorkspace {
+    const DriverApi& api;
+    LoadedFusion& fusion;
+    CUstream stream;
+    ~ReleaseWorkspace() {
+      api.cuStreamSynchronize(stream);
+      fusion.release_workspace(stream);
+    }
+  } release{api, fusion, stream.get()};
   Event start(api), end(api);
   for (int i = 0; i < warmup; ++i)
     fusion.launch(arguments, outputs, stream.get());

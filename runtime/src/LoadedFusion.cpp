@@ -133,6 +133,15 @@ LoadedFusion::~LoadedFusion() {
   }
 }
 
+void LoadedFusion::release_workspace(CUstream stream) {
+  std::lock_guard<std::mutex> lock(workspace_mutex_);
+  auto it = workspaces_.find(std::make_pair(stream, uint64_t{0}));
+  if (it == workspaces_.end())
+    return;
+  api_.cuMemFree_v2(it->second); // best effort, as in the destructor
+  workspaces_.erase(it);
+}
+
 CUdeviceptr LoadedFusion::workspace_for(CUstream stream) {
   // Work on one stream runs in order, so it can reuse one workspace; the
   // per-thread default stream is a different stream in every thread.

@@ -36,6 +36,11 @@ public:
   // be current.
   void launch(const std::vector<CUdeviceptr>& arguments, const std::vector<CUdeviceptr>& outputs, CUstream stream);
 
+  // Frees the workspace kept for `stream` (not the per-thread default
+  // stream), whose work must have finished: for a stream about to be
+  // destroyed, such as autotuning's.
+  void release_workspace(CUstream stream);
+
 private:
   struct Kernel {
     CUfunction function = nullptr;

@@ -266,6 +266,35 @@ TEST_F(FakeDriver, AutotuneKeepsTheFastestBlockAndStoresIt) {
   EXPECT_EQ(log_.count(), 0u);
 }
 
+// Tuning leaves nothing allocated behind: the scratch tensors, streams,
+// events and the workspaces the candidates kept for the timing stream are
+// gone, so a tuned call holds what an untuned one does.
+TEST_F(FakeDriver, AutotuneFreesWhatItTimedWith) {
+  const std::string spec = "specs/kernelbench/small/39_gemm_scale_batchnorm.fg"; // has a workspace
+  auto loaded = testing::load_module(testing::read_text(testing::source_path(spec)), spec);
+  ASSERT_TRUE(loaded);
+  Fusion concrete = specialized(*loaded, 128);
+  auto allocations_of_a_call = [&](bool autotune, const std::string& cache_dir) {
+    RuntimeOptions o = options();
+    o.cache_dir = cache_dir;
+    o.autotune = autotune;
+    Runtime rt(0, o);
+    Function f = rt.load_file(testing::source_path(spec)).function(loaded->fusion().name);
+    Tensors t(rt, concrete);
+    const int before = g_fake->live_allocations;
+    f.call(t.args, t.outs, nullptr);
+    EXPECT_EQ(rt.stats().tunings, autotune ? 1u : 0u);
+    return g_fake->live_allocations - before;
+  };
+  TempDir tuned_cache, plain_cache;
+  const int tuned = allocations_of_a_call(true, tuned_cache.path());
+  const int plain = allocations_of_a_call(false, plain_cache.path());
+  EXPECT_EQ(tuned, plain);
+  EXPECT_GT(plain, 0); // the call's own workspace
+  EXPECT_EQ(g_fake->live_streams, 0);
+  EXPECT_EQ(g_fake->live_events, 0);
+}
+
 // A fusion without a GEMM has one candidate: nothing is timed, and the
 // entry is still stored as autotuned so later runs do not try again.
 TEST_F(FakeDriver, AutotuneWithOneCandidateTimesNothing) {
