@@ -1142,6 +1142,21 @@ __device__ __forceinline__ void issue_slice_wgmma_split(const float* slice, cons
   }
 }
 
+// Starts copying slices 0 .. kAhead - 1 into stages 0 .. kAhead - 1, one
+// commit group each (empty past the last slice, so group counts stay
+// uniform): the prologue of both cp.async pipelines.
+template <int kAhead>
+__device__ __forceinline__ void copy_first_slices(const FusegenArgs& args, const GemmExtents& e, long long a_base,
+                                                  long long b_base, long long m0, long long n0, long long slices,
+                                                  float* smem) {
+#pragma unroll
+  for (int stage = 0; stage < kAhead; ++stage) {
+    if (stage < slices)
+      copy_slice_async(args, e, a_base, b_base, m0, n0, stage * kTileK, smem + stage * kAsyncSliceFloats);
+    gemm_copy_commit();
+  }
+}
+
 // The block's products with wgmma.
 //   TF32: copies run kStages - 2 slices ahead and one group of products stays
 //   in flight (wait_group 1), so a stage is refilled only after the products
@@ -1164,12 +1179,7 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
   const long long slices = (e.depth + kTileK - 1) / kTileK;
   float* small = smem + kStages * kAsyncSliceFloats; // 3xTF32: two buffers of B's small parts
   constexpr int kBFloats = kBlockN * kRowStride;
-#pragma unroll
-  for (int stage = 0; stage < kAhead; ++stage) {
-    if (stage < slices)
-      copy_slice_async(args, e, a_base, b_base, m0, n0, stage * kTileK, smem + stage * kAsyncSliceFloats);
-    gemm_copy_commit(); // empty groups keep the count uniform
-  }
+  copy_first_slices<kAhead>(args, e, a_base, b_base, m0, n0, slices, smem);
   if constexpr (kInnerProduct == 1) {
     if (slices > 0) {
       gemm_copy_wait<kAhead - 1>();
@@ -1231,12 +1241,7 @@ __device__ __forceinline__ void accumulate_block_async(const FusegenArgs& args, 
   const int warp = threadIdx.x / 32, warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
   const long long a_base = a_offset(args, batch), b_base = b_offset(args, batch);
   const long long slices = (e.depth + kTileK - 1) / kTileK;
-#pragma unroll
-  for (int stage = 0; stage < kStages - 1; ++stage) {
-    if (stage < slices)
-      copy_slice_async(args, e, a_base, b_base, m0, n0, stage * kTileK, smem + stage * kAsyncSliceFloats);
-    gemm_copy_commit(); // empty groups keep the count uniform
-  }
+  copy_first_slices<kStages - 1>(args, e, a_base, b_base, m0, n0, slices, smem);
 #pragma unroll 1
   for (long long s = 0; s < slices; ++s) {
     gemm_copy_wait<kStages - 2>();
