@@ -75,6 +75,9 @@ protected:
   size_t count_calls(const std::string& name) const {
     return static_cast<size_t>(std::count(g_fake->calls.begin(), g_fake->calls.end(), name));
   }
+  // The one disk cache entry a call of the elementwise fusion (N = 32) on
+  // a runtime of its own writes.
+  std::string warmed_entry(const testing::LoadedModule& loaded);
 
   TempDir cache_;
   WarningLog log_;
@@ -110,6 +113,18 @@ Fusion specialized(const testing::LoadedModule& loaded, int64_t n) {
   std::optional<Fusion> concrete = specialize(loaded.fusion(), {{"N", n}}, diags);
   EXPECT_TRUE(concrete) << diags.render(loaded.sources);
   return concrete ? *concrete : Fusion{};
+}
+
+std::string FakeDriver::warmed_entry(const testing::LoadedModule& loaded) {
+  {
+    Runtime warm(0, options());
+    Tensors t(warm, specialized(loaded, 32));
+    warm.load_string(testing::kElementwiseSpec).function("scale_relu").call(t.args, t.outs);
+  }
+  std::string entry;
+  for (const auto& file : std::filesystem::directory_iterator(cache_.path()))
+    entry = file.path().string();
+  return entry;
 }
 
 // Every KernelBench chain: the launches are the plan's, with the arguments
@@ -666,14 +681,7 @@ TEST_F(FakeDriver, DriverErrorsNameTheCall) {
 // A well-formed entry whose image the driver refuses: one warning, rebuilt.
 TEST_F(FakeDriver, EntryTheDriverRefusesIsRebuilt) {
   auto loaded = testing::load_module(testing::kElementwiseSpec);
-  {
-    Runtime warm(0, options());
-    Tensors t(warm, specialized(*loaded, 32));
-    warm.load_string(testing::kElementwiseSpec).function("scale_relu").call(t.args, t.outs);
-  }
-  std::string entry;
-  for (const auto& file : std::filesystem::directory_iterator(cache_.path()))
-    entry = file.path().string();
+  const std::string entry = warmed_entry(*loaded);
   Result<runtime::CacheEntry> decoded = runtime::decode_entry(testing::read_text(entry));
   ASSERT_TRUE(decoded);
   decoded.value().image = std::string(512, 'Z');
@@ -697,14 +705,7 @@ TEST_F(FakeDriver, EntryTheDriverRefusesIsRebuilt) {
 // an error of the call.
 TEST_F(FakeDriver, EntryWithAnUnfitLaunchPlanIsRebuilt) {
   auto loaded = testing::load_module(testing::kElementwiseSpec);
-  {
-    Runtime warm(0, options());
-    Tensors t(warm, specialized(*loaded, 32));
-    warm.load_string(testing::kElementwiseSpec).function("scale_relu").call(t.args, t.outs);
-  }
-  std::string entry;
-  for (const auto& file : std::filesystem::directory_iterator(cache_.path()))
-    entry = file.path().string();
+  const std::string entry = warmed_entry(*loaded);
   Result<runtime::CacheEntry> decoded = runtime::decode_entry(testing::read_text(entry));
   ASSERT_TRUE(decoded);
   const runtime::LaunchPlan good = decoded.value().launch;
