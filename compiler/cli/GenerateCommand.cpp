@@ -26,12 +26,16 @@ Result<int> parse_arch(const std::string& text) {
   return arch;
 }
 
-// "128x64" -> one of kGemmBlocks.
+// "128x64" or "64x64:8" -> one of kGemmBlocks with one of kGemmSplits.
 Result<GemmBlock> parse_gemm_block(const std::string& text) {
-  for (const GemmBlock& block : kGemmBlocks)
-    if (text == std::to_string(block.rows) + "x" + std::to_string(block.cols))
-      return block;
-  return Error{"bad --gemm-block '" + text + "' (expected 128x256, 128x128, 128x64 or 64x64)"};
+  for (GemmBlock block : kGemmBlocks)
+    for (int split : kGemmSplits) {
+      block.split_k = split;
+      if (text == format_gemm_block(block))
+        return block;
+    }
+  return Error{"bad --gemm-block '" + text +
+               "' (expected 128x256, 128x128, 128x64 or 64x64, optionally with a split-K of 2, 4 or 8 as in 64x64:8)"};
 }
 
 Status write_file(const std::string& path, const std::string& text) {

@@ -26,6 +26,8 @@ void print_launches(const Plan& plan) {
     std::cout << "    " << launch.name << ": grid (" << size_text(launch.grid[0]) << ", " << size_text(launch.grid[1])
               << ", " << size_text(launch.grid[2]) << "), block " << launch.block << ", dynamic shared "
               << launch.shared_bytes << " B";
+    if (launch.cluster > 1)
+      std::cout << ", clusters of " << launch.cluster << " (split-K)";
     for (const BufferFill& fill : launch.fills)
       std::cout << ", fills " << plan.buffer(fill.buffer).name << " with " << fill.value << " first";
     std::cout << "\n";

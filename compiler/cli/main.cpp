@@ -20,7 +20,9 @@ Generate CUDA (no GPU needed):
       launchers and fusegen_<fusion>_workspace_size(...). --dims bakes sizes
       in; without it symbolic dims are runtime arguments. --gemm-block forces
       every GEMM kernel's block (128x256, 128x128, 128x64 or 64x64) instead of the
-      heuristic's. --emit stops early.
+      heuristic's, with :2, :4 or :8 a split-K over that many blocks (sm_90
+      clusters; e.g. 64x64:8). Code for --arch sm_90 may use clusters: compile
+      it for sm_90 or later. --emit stops early.
 
 Commands:
   check SPEC [--dims N=128] [--dump-after=PASS|all]

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <vector>
 
@@ -68,7 +69,7 @@ private:
 };
 
 std::string block_name(const std::optional<GemmBlock>& block) {
-  return block ? std::to_string(block->rows) + "x" + std::to_string(block->cols) : "heuristic";
+  return block ? format_gemm_block(*block) : "heuristic";
 }
 
 std::string format_ms(double ms) {
@@ -118,8 +119,15 @@ double time_fusion(const DriverApi& api, LoadedFusion& fusion, int warmup, int r
 Tuned autotune(KernelProvider& provider, const KernelRequest& request, const LoadKernels& load, const DriverApi& api,
                Warnings& warnings) {
   std::vector<std::optional<GemmBlock>> candidates = {std::nullopt};
-  for (const GemmBlock& block : kGemmBlocks)
-    candidates.push_back(block);
+  // Each block unsplit and with its largest split-K the generator takes (it
+  // refuses splits where they do not apply): on the H100 a larger split of
+  // the same block was never slower (bench/NOTES.md v13), so smaller ones
+  // are not compiled.
+  for (GemmBlock block : kGemmBlocks)
+    for (auto split = std::rbegin(kGemmSplits); split != std::rend(kGemmSplits); ++split) {
+      block.split_k = *split;
+      candidates.push_back(block);
+    }
 
   struct Timed {
     std::optional<GemmBlock> block;
@@ -130,9 +138,13 @@ Tuned autotune(KernelProvider& provider, const KernelRequest& request, const Loa
   std::vector<Timed> timed;
   std::string heuristic_is; // the forced block whose image equals the heuristic's
   bool has_gemm = false; // known once the heuristic's kernels are built
+  std::optional<GemmBlock> split_taken; // the block whose largest split compiled
   for (const std::optional<GemmBlock>& block : candidates) {
     if (block && !has_gemm)
       break; // the blocks only change GEMM kernels
+    if (block && block->split_k > 1 && split_taken && split_taken->rows == block->rows &&
+        split_taken->cols == block->cols)
+      continue; // a smaller split of a block whose larger split is a candidate
     KernelRequest candidate = request;
     candidate.gemm_block = block;
     Timed t{block, {}, nullptr, 0};
@@ -143,6 +155,8 @@ Tuned autotune(KernelProvider& provider, const KernelRequest& request, const Loa
         throw; // the heuristic's own failure is the call's
       continue; // a block this fusion's kernels cannot take
     }
+    if (block && block->split_k > 1)
+      split_taken = block;
     for (const KernelLaunchPlan& kernel : t.kernels.entry.launch.kernels)
       has_gemm = has_gemm || kernel.kind == static_cast<uint8_t>(KernelKind::Gemm);
     bool duplicate = false;

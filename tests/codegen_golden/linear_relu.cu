@@ -170,7 +170,9 @@ namespace fusegen_linear_relu_k0_impl {
 // buffered: the next slice is loaded from global memory into registers while
 // the current one is multiplied. Grid: x over column blocks (exactly), y over
 // row blocks, z over batches; y and z loop with the grid's stride, so any
-// extent fits.
+// extent fits. With split-K (kSplitK > 1, sm_90) a cluster of kSplitK blocks
+// along x shares each output block, each block a share of the k slices, and
+// the sums meet in distributed shared memory (reduce_split_k()).
 //
 // The epilogue works on kTileM x kTileN (64x64) tiles: a block is 1, 2 or 4 of
 // them, finished one after another. Each tile's accumulators go through shared
@@ -241,6 +243,13 @@ namespace fusegen_linear_relu_k0_impl {
 //                                  at 4 contiguous, 16-byte aligned elements
 //                                  (and that extent is a multiple of 4)
 //   "b_vector"      constexpr bool kBVector  the same for B
+//   "split_k"       constexpr int kSplitK   1, or 2, 4 or 8 (tensor cores, sm_90):
+//                                  the blocks of a thread-block cluster along
+//                                  x share one output block, each multiplying
+//                                  a 1/kSplitK share of the k slices (split-K
+//                                  for launches of few blocks); the entry is
+//                                  declared __cluster_dims__(kSplitK, 1, 1)
+//                                  and grid.x is kSplitK times the column blocks
 //   "stages"        constexpr int kStages   slices in flight on the cp.async
 //                                  path (tensor cores, vector operands along k)
 //   "shared_floats" constexpr int kDynamicSharedFloats  the launch's dynamic
@@ -361,6 +370,8 @@ constexpr bool kBVector = true;
 constexpr int kDynamicSharedFloats = 18432;
 
 constexpr int kStages = 4;
+
+constexpr int kSplitK = 1;
 
 __device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n, float acc) {
   (void)batch;
@@ -565,9 +576,15 @@ __device__ __forceinline__ const float* a_element(const FusegenArgs& args, long 
     return a_address(args, a_base, m, k);
 }
 
+// The problem's extents and the k slices this block multiplies: all of them,
+// or with split-K its cluster rank's share.
 struct GemmExtents {
   long long rows, cols, depth;
+  long long first_slice, slices;
 };
+
+// Where slice s of this block's share starts along k.
+__device__ __forceinline__ long long slice_k(const GemmExtents& e, long long s) { return (e.first_slice + s) * kTileK; }
 
 // Where load slot `slot` of an operand slice goes: the vector of kWidth
 // elements starting at (k, x) (x is m for A, n for B), laid out along k or x.
@@ -667,16 +684,16 @@ __device__ __forceinline__ void accumulate_tile(const FusegenArgs& args, float* 
                                                 float (&acc)[kMicro][kMicro]) {
   const int tx = threadIdx.x % kThreadCols, ty = threadIdx.x / kThreadCols;
   const long long a_base = a_offset(args, batch), b_base = b_offset(args, batch);
-  const long long slices = (e.depth + kTileK - 1) / kTileK;
+  const long long slices = e.slices;
   if (slices <= 0)
     return;
   float a[kALoads][kAWidth], b[kBLoads][kBWidth];
-  load_slice(args, e, a_base, b_base, m0, n0, 0, a, b);
+  load_slice(args, e, a_base, b_base, m0, n0, slice_k(e, 0), a, b);
   store_slice(smem, a, b);
   __syncthreads();
 #pragma unroll 1 // constant small K would otherwise unroll whole slices and blow up registers
   for (long long s = 0; s < slices; ++s) {
-    load_slice(args, e, a_base, b_base, m0, n0, (s + 1) * kTileK, a, b);
+    load_slice(args, e, a_base, b_base, m0, n0, slice_k(e, s + 1), a, b);
     multiply_slice(smem + (s & 1) * kSliceFloats, ty, tx, acc);
     store_slice(smem + ((s + 1) & 1) * kSliceFloats, a, b);
     __syncthreads();
@@ -1152,7 +1169,7 @@ __device__ __forceinline__ void copy_first_slices(const FusegenArgs& args, const
 #pragma unroll
   for (int stage = 0; stage < kAhead; ++stage) {
     if (stage < slices)
-      copy_slice_async(args, e, a_base, b_base, m0, n0, stage * kTileK, smem + stage * kAsyncSliceFloats);
+      copy_slice_async(args, e, a_base, b_base, m0, n0, slice_k(e, stage), smem + stage * kAsyncSliceFloats);
     gemm_copy_commit();
   }
 }
@@ -1176,7 +1193,7 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
   constexpr int kAhead = kInnerProduct == 1 ? kStages - 1 : kStages - 2;
   static_assert(!kWgmma || kAhead >= 2, "the wgmma pipeline needs more stages");
   const long long a_base = a_offset(args, batch), b_base = b_offset(args, batch);
-  const long long slices = (e.depth + kTileK - 1) / kTileK;
+  const long long slices = e.slices;
   float* small = smem + kStages * kAsyncSliceFloats; // 3xTF32: two buffers of B's small parts
   constexpr int kBFloats = kBlockN * kRowStride;
   copy_first_slices<kAhead>(args, e, a_base, b_base, m0, n0, slices, smem);
@@ -1194,7 +1211,8 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
       // barrier that ended the last iteration.
       const long long next = s + kAhead;
       if (next < slices)
-        copy_slice_async(args, e, a_base, b_base, m0, n0, next * kTileK, smem + (next % kStages) * kAsyncSliceFloats);
+        copy_slice_async(args, e, a_base, b_base, m0, n0, slice_k(e, next),
+                         smem + (next % kStages) * kAsyncSliceFloats);
       gemm_copy_commit();
       float sums[kFragsN][4] = {};
       issue_slice_wgmma_split(smem + (s % kStages) * kAsyncSliceFloats, small + (s & 1) * kBFloats, sums);
@@ -1222,7 +1240,8 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
       __syncthreads();          // slice s has landed; slice s - 2's products finished
       const long long next = s + kAhead;
       if (next < slices)
-        copy_slice_async(args, e, a_base, b_base, m0, n0, next * kTileK, smem + (next % kStages) * kAsyncSliceFloats);
+        copy_slice_async(args, e, a_base, b_base, m0, n0, slice_k(e, next),
+                         smem + (next % kStages) * kAsyncSliceFloats);
       gemm_copy_commit();
       issue_slice_wgmma(smem + (s % kStages) * kAsyncSliceFloats, acc[0]);
       gemm_wgmma_wait<1>();
@@ -1240,7 +1259,7 @@ __device__ __forceinline__ void accumulate_block_async(const FusegenArgs& args, 
                                                        float (&acc)[kFragsM][kFragsN][4]) {
   const int warp = threadIdx.x / 32, warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
   const long long a_base = a_offset(args, batch), b_base = b_offset(args, batch);
-  const long long slices = (e.depth + kTileK - 1) / kTileK;
+  const long long slices = e.slices;
   copy_first_slices<kStages - 1>(args, e, a_base, b_base, m0, n0, slices, smem);
 #pragma unroll 1
   for (long long s = 0; s < slices; ++s) {
@@ -1248,7 +1267,7 @@ __device__ __forceinline__ void accumulate_block_async(const FusegenArgs& args, 
     __syncthreads(); // slice s is visible to all; slice s - 1's buffer is free
     const long long next = s + kStages - 1;
     if (next < slices)
-      copy_slice_async(args, e, a_base, b_base, m0, n0, next * kTileK, smem + (next % kStages) * kAsyncSliceFloats);
+      copy_slice_async(args, e, a_base, b_base, m0, n0, slice_k(e, next), smem + (next % kStages) * kAsyncSliceFloats);
     gemm_copy_commit();
     multiply_into(smem + (s % kStages) * kAsyncSliceFloats, warp_m, warp_n, acc);
   }
@@ -1263,16 +1282,16 @@ __device__ __forceinline__ void accumulate_block_tc(const FusegenArgs& args, flo
                                                     float (&acc)[kFragsM][kFragsN][4]) {
   const int warp = threadIdx.x / 32, warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
   const long long a_base = a_offset(args, batch), b_base = b_offset(args, batch);
-  const long long slices = (e.depth + kTileK - 1) / kTileK;
+  const long long slices = e.slices;
   if (slices <= 0)
     return;
   float a[kALoads][kAWidth], b[kBLoads][kBWidth];
-  load_slice(args, e, a_base, b_base, m0, n0, 0, a, b);
+  load_slice(args, e, a_base, b_base, m0, n0, slice_k(e, 0), a, b);
   store_slice(smem, a, b);
   __syncthreads();
 #pragma unroll 1
   for (long long s = 0; s < slices; ++s) {
-    load_slice(args, e, a_base, b_base, m0, n0, (s + 1) * kTileK, a, b);
+    load_slice(args, e, a_base, b_base, m0, n0, slice_k(e, s + 1), a, b);
     multiply_into(smem + (s & 1) * kSliceFloats, warp_m, warp_n, acc);
     store_slice(smem + ((s + 1) & 1) * kSliceFloats, a, b);
     __syncthreads();
@@ -1489,6 +1508,105 @@ __device__ __forceinline__ void finish_block_tc(const FusegenArgs& args, float* 
     }
 }
 
+// ---- split-K across a thread-block cluster (kSplitK > 1, sm_90) ----
+//
+// The kSplitK blocks of a cluster multiply disjoint shares of the k slices
+// into the same output block. Their accumulators are added over distributed
+// shared memory: each block stages its accumulators in its own shared memory
+// (element i of thread t at i * kThreads + t: every block has the same
+// fragment layout), then each adds a 1/kSplitK share of the elements over the
+// ranks in rank order (deterministic) and stores the sums into rank 0's
+// staging, in place (an element is read and written by its owner only). Rank 0
+// loads the sums back and runs the epilogue alone.
+
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900 // (the host pass of nvcc checks nothing)
+constexpr bool kHaveClusters = true;
+#else
+constexpr bool kHaveClusters = false;
+#endif
+static_assert(kSplitK == 1 || kSplitK == 2 || kSplitK == 4 || kSplitK == 8, "kSplitK is 1, 2, 4 or 8");
+static_assert(kSplitK == 1 || (kInnerProduct != 0 && kHaveClusters), "split-K needs tensor cores and sm_90");
+static_assert(kSplitK == 1 ||
+                  (kBlockM * kBlockN % (kSplitK * kThreads) == 0 && kDynamicSharedFloats >= kBlockM * kBlockN),
+              "split-K stages the block's accumulators in shared memory");
+
+__device__ __forceinline__ unsigned int cluster_rank() {
+  unsigned int rank = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (kSplitK > 1)
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+#endif
+  return rank;
+}
+
+// Every thread of the cluster arrives; shared-memory writes before it are
+// visible to the whole cluster after it.
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+// The shared::cluster address of `pointer` (this block's shared memory) in
+// the block of cluster rank `rank`.
+__device__ __forceinline__ unsigned int cluster_address(const float* pointer, unsigned int rank) {
+  unsigned int address = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(address) : "r"(gemm_shared_address(pointer)), "r"(rank));
+#endif
+  return address;
+}
+
+__device__ __forceinline__ float cluster_load(unsigned int address) {
+  float value = 0.0f;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(value) : "r"(address) : "memory");
+#endif
+  return value;
+}
+
+__device__ __forceinline__ void cluster_store(unsigned int address, float value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(address), "f"(value) : "memory");
+#endif
+}
+
+// Adds the cluster's accumulators; true (and the sums in acc) in rank 0.
+// Shared memory is free on entry (accumulate_* end with a barrier).
+__device__ __forceinline__ bool reduce_split_k(float* smem, float (&acc)[kFragsM][kFragsN][4]) {
+  constexpr int kPerThread = kFragsM * kFragsN * 4;
+  constexpr int kShare = kPerThread * kThreads / kSplitK; // elements each rank adds
+  const unsigned int rank = cluster_rank();
+#pragma unroll
+  for (int i = 0; i < kFragsM; ++i)
+#pragma unroll
+    for (int j = 0; j < kFragsN; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        smem[((i * kFragsN + j) * 4 + r) * kThreads + threadIdx.x] = acc[i][j][r];
+  cluster_sync(); // every rank's accumulators are staged
+#pragma unroll
+  for (int v = 0; v < kShare / kThreads; ++v) {
+    const float* element = smem + rank * kShare + v * kThreads + threadIdx.x;
+    float sum = cluster_load(cluster_address(element, 0));
+#pragma unroll
+    for (unsigned int q = 1; q < kSplitK; ++q)
+      sum += cluster_load(cluster_address(element, q));
+    cluster_store(cluster_address(element, 0), sum);
+  }
+  cluster_sync(); // rank 0 holds the sums; no rank reads another's shared memory after this
+  if (rank != 0)
+    return false;
+#pragma unroll
+  for (int i = 0; i < kFragsM; ++i)
+#pragma unroll
+    for (int j = 0; j < kFragsN; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        acc[i][j][r] = smem[((i * kFragsN + j) * 4 + r) * kThreads + threadIdx.x];
+  return true;
+}
+
 __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
   // SIMT: static shared memory; tensor cores: the launch's dynamic shared
   // memory (more than the static 48 KB limit).
@@ -1498,13 +1616,20 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
   if constexpr (kWgmma) // the 128-byte swizzle repeats every 1024 bytes
     smem += (1024 - gemm_shared_address(smem) % 1024) % 1024 / 4;
   fill_depth_table(args);
-  const GemmExtents e{gemm_rows(args), gemm_cols(args), gemm_depth(args)};
+  GemmExtents e{gemm_rows(args), gemm_cols(args), gemm_depth(args), 0, 0};
+  e.slices = (e.depth + kTileK - 1) / kTileK;
+  if constexpr (kSplitK > 1) { // this rank's share of the slices
+    const long long share = (e.slices + kSplitK - 1) / kSplitK;
+    e.first_slice = min(e.slices, share * cluster_rank());
+    e.slices = min(e.slices - e.first_slice, share);
+  }
   const long long batches = gemm_batches(args);
   const long long row_blocks = (e.rows + kBlockM - 1) / kBlockM;
-  // grid.x covers the column blocks exactly (up to 2^31 - 1 of them); batches
-  // and row blocks beyond gridDim.z / gridDim.y (65535) are looped over. A
-  // third, innermost loop over columns costs about 60 registers.
-  const long long n0 = static_cast<long long>(blockIdx.x) * kBlockN;
+  // grid.x covers the column blocks exactly (up to 2^31 - 1 of them), kSplitK
+  // blocks (a cluster) each; batches and row blocks beyond gridDim.z /
+  // gridDim.y (65535) are looped over. A third, innermost loop over columns
+  // costs about 60 registers.
+  const long long n0 = static_cast<long long>(blockIdx.x / kSplitK) * kBlockN;
   if (n0 >= e.cols)
     return;
   for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z)
@@ -1523,6 +1648,9 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
           accumulate_block_async(args, smem, e, batch, m0, n0, acc);
         else
           accumulate_block_tc(args, smem, e, batch, m0, n0, acc);
+        if constexpr (kSplitK > 1)
+          if (!reduce_split_k(smem, acc))
+            continue; // the same for the whole block: rank 0 finishes the output block
         finish_block_tc(args, smem, e, batch, m0, n0, acc);
       }
     }

@@ -409,6 +409,19 @@ TEST(Cli, GemmBlockForcesTheBlockOrFailsClearly) {
   CliResult refused = run_cli({conv, "-o", cu, "--dims", "N=8", "--gemm-block", "128x64"});
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_TRUE(contains(refused.err, "cannot take 128x64 blocks (gathered operands take 64x64)")) << refused.err;
+  // A split-K: clusters of 8 where a launch has few blocks, refused where it has enough.
+  std::string small = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg";
+  CliResult split = run_cli({small, "-o", cu, "--dims", "N=128", "--gemm-block", "64x64:8"});
+  EXPECT_EQ(split.exit_code, 0) << split.err;
+  EXPECT_TRUE(contains(read_file(cu), "constexpr int kSplitK = 8;"));
+  CliResult plan = run_cli({"plan", small, "--dims", "N=128"});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_TRUE(contains(plan.out, "grid (32, 2, 1), block 256, dynamic shared 73728 B, clusters of 8 (split-K)"))
+      << plan.out;
+  CliResult unsplit = run_cli({spec, "-o", cu, "--dims", "N=1024", "--gemm-block", "64x64:8"});
+  EXPECT_EQ(unsplit.exit_code, 1);
+  EXPECT_TRUE(contains(unsplit.err, "cannot take 64x64:8 blocks (split-K is for launches of fewer than 132 blocks)"))
+      << unsplit.err;
   CliResult bad = run_cli({spec, "-o", cu, "--gemm-block", "96x64"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_TRUE(contains(bad.err, "bad --gemm-block '96x64'")) << bad.err;

@@ -58,10 +58,11 @@ std::vector<Plan> plans_of(const std::string& text, const DimBindings& dims = {}
   return plans;
 }
 
-GeneratedCode generate(const std::vector<Plan>& plans, Precision precision = Precision::Strict) {
+GeneratedCode generate(const std::vector<Plan>& plans, Precision precision = Precision::Strict, int arch = 90) {
   CodegenOptions options;
   options.source_name = "test.fg";
   options.precision = precision;
+  options.arch = arch;
   Result<GeneratedCode> code = generate_cuda(plans, options);
   EXPECT_TRUE(code) << code.error();
   return code ? code.value() : GeneratedCode{};
@@ -152,11 +153,20 @@ void expect_nvcc_clean(const std::string& source, const std::string& what, size_
 #endif
 }
 
-void expect_gemm_compiles(const GeneratedCode& code, const std::string& what, bool all_archs) {
+// The plans' GEMM kernels generated for sm_90 compile for sm_90 (NVRTC and
+// nvcc) and, with all_archs, generated for sm_80 compile for sm_80 (sm_90
+// code may use thread-block clusters).
+void expect_gemm_compiles(const std::vector<Plan>& plans, Precision precision, const std::string& what,
+                          bool all_archs) {
+  GeneratedCode code = generate(plans, precision);
   std::string source = gemm_source(code);
   EXPECT_FALSE(contains(source, "FUSEGEN_HOOK(\"")) << "hook annotation left";
   EXPECT_FALSE(contains(source, " fusegen_gemm(")) << "entry not renamed";
-  expect_compiles(source, what, all_archs);
+  expect_compiles(source, what, /*all_archs=*/false);
+  if (all_archs && testing::have_nvrtc()) {
+    EXPECT_EQ(testing::nvrtc_compile(gemm_source(generate(plans, precision, 80)), what + ".cu", 80), "")
+        << what << " for sm_80";
+  }
   expect_nvcc_clean(source, what, gemm_kernel_count(code));
 }
 
@@ -186,12 +196,14 @@ std::string constant_of(const std::string& kernel, const std::string& name) {
 }
 
 // The template variant a kernel was emitted with, as one comparable line:
-// inner product, block, slice depth, pipeline stages, 16-byte loads of A / B.
+// inner product, block, slice depth, pipeline stages, 16-byte loads of A / B,
+// and the split-K where there is one.
 std::string variant_of(const std::string& kernel) {
+  std::string split = constant_of(kernel, "kSplitK");
   return "inner " + constant_of(kernel, "kInnerProduct") + ", block " + constant_of(kernel, "kBlockM") + "x" +
          constant_of(kernel, "kBlockN") + ", tile_k " + constant_of(kernel, "kTileK") + ", stages " +
          constant_of(kernel, "kStages") + ", vectors " + constant_of(kernel, "kAVector") + "/" +
-         constant_of(kernel, "kBVector");
+         constant_of(kernel, "kBVector") + (split == "1" ? "" : ", split " + split);
 }
 
 // The launch's dynamic shared memory is the kernel's kDynamicSharedFloats
@@ -283,8 +295,7 @@ TEST(CodegenGemm, ContractionsCompileSymbolicAndSpecialized) {
     ASSERT_EQ(plans.size(), 10u);
     for (const Plan& plan : plans)
       ASSERT_EQ(kinds_of(plan), std::vector<KernelKind>{KernelKind::Gemm}) << plan.fusion.name;
-    GeneratedCode code = generate(plans);
-    expect_gemm_compiles(code, dims.empty() ? "contractions" : "contractions_dims", dims.empty());
+    expect_gemm_compiles(plans, Precision::Strict, dims.empty() ? "contractions" : "contractions_dims", dims.empty());
   }
 }
 
@@ -364,7 +375,8 @@ TEST(CodegenGemm, MatmulHooks) {
   std::string m1 = kernel_text(code, "m1_k0");
   EXPECT_TRUE(contains(m1, "return args.buf[0] + a_base + m * 70LL + k;"));
   EXPECT_TRUE(contains(m1, "return args.buf[1] + b_base + k * 5LL + n;"));
-  EXPECT_EQ(variant_of(m1), "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false");
+  // One block, 9 slices: split-K by 4 (sm_90 clusters).
+  EXPECT_EQ(variant_of(m1), "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false, split 4");
 }
 
 TEST(CodegenGemm, ConvHooks) {
@@ -419,13 +431,14 @@ TEST(CodegenGemm, LaunchGeometry) {
     std::string text = kernel_text(code, kernel);
     return constant_of(text, "kBlockM") + "x" + constant_of(text, "kBlockN");
   };
-  // Few blocks of any size: the smallest block.
-  EXPECT_EQ(grid(0), (G{1, 3, 1})) << "lin_nobias: 48 columns, 130 rows";
+  // Few blocks of any size: the smallest block, and split-K into clusters
+  // along x where k has enough slices (two per block at least).
+  EXPECT_EQ(grid(0), (G{2, 3, 1})) << "lin_nobias: 48 columns, 130 rows, 4 slices of 32: split by 2";
   EXPECT_EQ(block("lin_nobias_k0"), "64x64") << "2 blocks of 128x64 < 3 of 64x64";
   EXPECT_EQ(grid(1), (G{1, 1, 1})) << "lin3d: 15 rows";
   EXPECT_EQ(grid(3), (G{1, 1, 9})) << "bmm: 3 * 3 batches";
   EXPECT_EQ(block("bmm_k0"), "64x64");
-  EXPECT_EQ(grid(7), (G{1, 1, 1})) << "m1";
+  EXPECT_EQ(grid(7), (G{4, 1, 1})) << "m1: 9 slices of 8, split by 4";
   // Gathered operands take 64x64 blocks: 180 positions in 3 row blocks.
   EXPECT_EQ(grid(8), (G{1, 3, 260})) << "conv: 180 positions, 130 samples * 2 groups";
   EXPECT_EQ(block("conv_k0"), "64x64");
@@ -599,17 +612,65 @@ TEST(CodegenGemm, VariantChoice) {
                    {"conv64_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, 2049}}});
   // Small: 64 rows (16 blocks of 64x64 at most) fall back to 64x64; 64
   // conv samples have 512 blocks of 128x64, one sample (1024 positions) 8,
-  // so 64x64.
+  // so 64x64. Still too few blocks: split-K, the largest split that keeps
+  // the launch within 132 blocks and two slices per block: `big` (16
+  // blocks, 32 slices) splits by 8 into clusters along x, `mm` (8 blocks, 8
+  // slices) by 4, one conv sample (16 blocks, 9 slices of 8) by 4; `k10` has
+  // 2 slices, too few to split.
   expect_variants({{"N", 64}}, P::Strict,
-                  {{"big_k0", "inner 1, block 64x64, tile_k 32, stages 4, vectors true/true", {16, 1, 1}},
+                  {{"big_k0", "inner 1, block 64x64, tile_k 32, stages 4, vectors true/true, split 8", {128, 1, 1}},
                    {"k10_k0", "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false", {8, 1, 1}},
-                   {"mm_k0", "inner 1, block 64x64, tile_k 32, stages 2, vectors true/true", {8, 1, 1}},
+                   {"mm_k0", "inner 1, block 64x64, tile_k 32, stages 2, vectors true/true, split 4", {32, 1, 1}},
                    {"conv64_k0", "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, 64}}});
-  expect_variants({{"N", 1}}, P::TF32,
-                  {{"big_k0", "inner 2, block 64x64, tile_k 32, stages 5, vectors true/true", {16, 1, 1}},
-                   {"k10_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {8, 1, 1}},
-                   {"mm_k0", "inner 2, block 64x64, tile_k 32, stages 2, vectors true/true", {8, 1, 1}},
-                   {"conv64_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, 1}}});
+  expect_variants(
+      {{"N", 1}}, P::TF32,
+      {{"big_k0", "inner 2, block 64x64, tile_k 32, stages 5, vectors true/true, split 8", {128, 1, 1}},
+       {"k10_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {8, 1, 1}},
+       {"mm_k0", "inner 2, block 64x64, tile_k 32, stages 2, vectors true/true, split 4", {32, 1, 1}},
+       {"conv64_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false, split 4", {4, 16, 1}}});
+}
+
+TEST(CodegenGemm, SplitKIsClusteredAndOnlyWhereItApplies) {
+  std::vector<Plan> plans = plans_of(kVariants, {{"N", 64}});
+  GeneratedCode code = generate(plans);
+  const KernelLaunch& big = launch_of(code, 0, 0);
+  EXPECT_EQ(big.cluster, 8);
+  std::string kernel = kernel_text(code, "big_k0");
+  EXPECT_TRUE(contains(kernel, "__cluster_dims__(kSplitK, 1, 1) fusegen_big_k0(")) << kernel;
+  // The accumulators of a 64x64 block are staged for the cluster's sum.
+  EXPECT_GE(std::stoll(constant_of(kernel, "kDynamicSharedFloats")), 64 * 64);
+  EXPECT_EQ(launch_of(code, 1, 0).cluster, 1) << "k10: two slices do not split";
+  EXPECT_FALSE(contains(kernel_text(code, "k10_k0"), "__cluster_dims__(kSplitK, 1, 1) fusegen_k10_k0("));
+  // sm_80 has no clusters; a big launch has enough blocks.
+  CodegenOptions sm80;
+  sm80.arch = 80;
+  Result<GeneratedCode> old = generate_cuda(plans, sm80);
+  ASSERT_TRUE(old) << old.error();
+  EXPECT_EQ(old.value().fusions.at(0).kernels.at(0).cluster, 1);
+  EXPECT_EQ(constant_of(kernel_text(old.value(), "big_k0"), "kSplitK"), "1");
+  EXPECT_EQ(launch_of(generate(plans_of(kVariants, {{"N", 8192}})), 0, 0).cluster, 1);
+  // Forced splits: taken where they apply, refused with the reason elsewhere.
+  CodegenOptions forced;
+  forced.gemm_block = GemmBlock{64, 64, 2};
+  Result<GeneratedCode> two = generate_cuda({plans.at(0)}, forced);
+  ASSERT_TRUE(two) << two.error();
+  EXPECT_EQ(two.value().fusions.at(0).kernels.at(0).cluster, 2);
+  EXPECT_EQ(two.value().fusions.at(0).kernels.at(0).grid[0].value, std::optional<int64_t>(32));
+  forced.arch = 80;
+  Result<GeneratedCode> refused = generate_cuda({plans.at(0)}, forced);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(contains(refused.error(), "cannot take 64x64:2 blocks (split-K needs sm_90")) << refused.error();
+  forced.arch = 90;
+  refused = generate_cuda(plans_of(kVariants, {{"N", 8192}}), forced);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(contains(refused.error(), "split-K is for launches of fewer than 132 blocks")) << refused.error();
+  forced.gemm_block = GemmBlock{64, 64, 4};
+  refused = generate_cuda({plans.at(1)}, forced);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(contains(refused.error(), "k has 2 slices of 8, fewer than the split")) << refused.error();
+  refused = generate_cuda({plans_of(kVariants).at(0)}, forced);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(contains(refused.error(), "split-K needs known extents")) << refused.error();
 }
 
 TEST(CodegenGemm, VariantsCompile) {
@@ -620,7 +681,7 @@ TEST(CodegenGemm, VariantsCompile) {
     for (const DimBindings& dims : {DimBindings{}, DimBindings{{"N", 64}}}) {
       std::string what = std::string("variants_") + (precision == Precision::TF32 ? "tf32" : "strict") +
                          (dims.empty() ? "" : "_dims");
-      expect_gemm_compiles(generate(plans_of(kVariants, dims), precision), what, dims.empty());
+      expect_gemm_compiles(plans_of(kVariants, dims), precision, what, dims.empty());
     }
 }
 
@@ -678,7 +739,7 @@ TEST(CodegenGemm, RowStagesCompile) {
       ASSERT_EQ(kinds_of(plan), std::vector<KernelKind>{KernelKind::Gemm}) << plan.fusion.name;
       EXPECT_GE(plan.kernels[0].stages.size(), 2u) << plan.fusion.name << ": the norm is fused";
     }
-    expect_gemm_compiles(generate(plans), dims.empty() ? "row_stages" : "row_stages_dims", dims.empty());
+    expect_gemm_compiles(plans, Precision::Strict, dims.empty() ? "row_stages" : "row_stages_dims", dims.empty());
   }
 }
 
@@ -701,7 +762,7 @@ TEST(CodegenGemm, RowNormAndReductionHooks) {
   ASSERT_EQ(min_launch.fills.size(), 1u);
   EXPECT_EQ(min_launch.fills[0].buffer, 5u);
   EXPECT_EQ(min_launch.fills[0].value, std::numeric_limits<float>::infinity());
-  EXPECT_EQ(min_launch.grid[0].value, 4) << "256 columns";
+  EXPECT_EQ(min_launch.grid[0].value, 8) << "256 columns, 6 slices of 8 split by 2";
   EXPECT_EQ(min_launch.grid[1].value, 2) << "70 rows";
 
   // max over relu(group_norm) without affine params: -inf fill.
@@ -749,7 +810,7 @@ TEST(CodegenGemm, StatisticsCompile) {
     ASSERT_EQ(plans.size(), 2u);
     for (const Plan& plan : plans)
       ASSERT_NE(plan.kernels.at(0).stats_out, kNoId) << plan.fusion.name;
-    expect_gemm_compiles(generate(plans), dims.empty() ? "statistics" : "statistics_dims", dims.empty());
+    expect_gemm_compiles(plans, Precision::Strict, dims.empty() ? "statistics" : "statistics_dims", dims.empty());
   }
 }
 

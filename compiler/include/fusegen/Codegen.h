@@ -19,16 +19,23 @@ namespace fusegen {
 inline constexpr int kMaxKernelBuffers = 32;
 inline constexpr int kMaxKernelDims = 8;
 
-// A GEMM kernel's block: rows x columns of the output per thread block.
+// A GEMM kernel's block: rows x columns of the output per thread block, and
+// split_k > 1: that many blocks (a thread-block cluster, sm_90) share each
+// output block, each multiplying a share of the depth (split-K).
 struct GemmBlock {
   int rows = 0, cols = 0;
+  int split_k = 1;
   bool operator==(const GemmBlock&) const = default;
 };
 
-// The blocks the GEMM template supports, largest first: the autotuner's
-// candidates. Which of them a kernel can take depends on its operands and
-// precision (docs/kernels-gemm.md).
+// The blocks the GEMM template supports, largest first, and its splits: the
+// autotuner's candidates. Which of them a kernel can take depends on its
+// operands, precision, arch and extents (docs/kernels-gemm.md).
 inline constexpr GemmBlock kGemmBlocks[] = {{128, 256}, {128, 128}, {128, 64}, {64, 64}};
+inline constexpr int kGemmSplits[] = {1, 2, 4, 8};
+
+// "128x64", or "64x64:8" with split-K.
+std::string format_gemm_block(const GemmBlock& block);
 
 struct CodegenOptions {
   int arch = 90;                      // sm_XY as XY; 80 and above
@@ -59,6 +66,7 @@ struct KernelLaunch {
   std::array<SizeExpr, 3> grid;
   int block = 0;            // threads per block (1-D)
   int64_t shared_bytes = 0; // dynamic shared memory
+  int cluster = 1;          // blocks per thread-block cluster along x (compiled in; > 1 for split-K)
   std::vector<BufferFill> fills;
 };
 

@@ -40,7 +40,7 @@ constexpr int64_t kMaxGridYZ = 65535; // the template loops over the rest
 // contraction's output.
 struct GemmMapping {
   std::string rows, cols, depth, batches; // device code
-  SizeExpr launch_rows, launch_cols, launch_batches;
+  SizeExpr launch_rows, launch_cols, launch_batches, launch_depth;
   bool a_along_k = true, b_along_k = true; // which index is contiguous in memory
   bool out_along_m = false;                // the output is contiguous along m (conv2d's pixels), not n
   // 16-byte loads: the contiguous extent (and every batch offset) is a
@@ -138,6 +138,7 @@ GemmMapping map_linear(const EmitContext& ctx, const Node& node) {
   g.launch_rows = ctx.size(x, 0, lead);
   g.launch_cols = ctx.size(w, 0, 1);
   g.launch_batches = ctx.constant(1);
+  g.launch_depth = ctx.size(w, 1, 2);
   g.a_along_k = g.b_along_k = true;
   g.a_vector = g.b_vector = multiple_of_4(w[1]);
   g.a_offset = g.b_offset = {"return 0;"};
@@ -179,6 +180,7 @@ GemmMapping map_matmul(const EmitContext& ctx, const Node& node) {
   g.launch_rows = a_matrix ? ctx.size(a, a.size() - 2, a.size() - 1) : ctx.constant(1);
   g.launch_cols = b_matrix ? ctx.size(b, b.size() - 1, b.size()) : ctx.constant(1);
   g.launch_batches = ctx.size(batch, 0, batch.size());
+  g.launch_depth = ctx.size(a, a.size() - 1, a.size());
   g.a_along_k = true;
   g.b_along_k = !b_matrix;
   g.a_vector = multiple_of_4(a.back());
@@ -255,6 +257,7 @@ Result<GemmMapping> map_conv(const EmitContext& ctx, const Node& node) {
   g.depth = num(depth) + "LL";
   g.launch_rows = ctx.constant(positions);
   g.launch_cols = ctx.constant(group_outputs);
+  g.launch_depth = ctx.constant(depth);
   if (batched) {
     g.batches = groups == 1 ? ctx.dim(x[0]) : "(" + ctx.dim(x[0]) + " * " + n_text + ")";
     g.launch_batches = ctx.mul(ctx.size(x, 0, 1), ctx.constant(groups));
@@ -547,6 +550,7 @@ struct GemmVariant {
   int tile_k = kTileK;
   bool async = false; // cp.async pipeline: both operands vectors along k
   int stages = 2;
+  int split_k = 1; // blocks (a cluster) sharing an output block's depth
   // Dynamic shared memory (tensor cores): the slices in flight, or the
   // epilogue tile and its scratch if larger (templates/gemm.cu asserts it is
   // enough).
@@ -562,11 +566,13 @@ struct GemmVariant {
       const int64_t rows = block_m + block_n;
       const int64_t mma_sync = stages * rows * (tile_k + 4);
       const int64_t wgmma = stages * rows * tile_k + (inner_product == 1 ? 2 * block_n * tile_k : 0) + 256;
-      return std::max({mma_sync, block_m == 128 ? wgmma : 0, epilogue});
+      return std::max({mma_sync, block_m == 128 ? wgmma : 0, epilogue, split_k_staging()});
     }
     const int64_t slice = tile_k * ((block_m + kTensorCorePad) + (block_n + kTensorCorePad));
-    return std::max(2 * slice, epilogue);
+    return std::max({2 * slice, epilogue, split_k_staging()});
   }
+  // Split-K stages the block's accumulators for the cluster's sum.
+  int64_t split_k_staging() const { return split_k > 1 ? int64_t{block_m} * block_n : 0; }
 };
 
 // Tensor cores for every precision: strict precision through the 3xTF32
@@ -614,14 +620,42 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g)
     v.block_n = bn;
     v.stages = bn > 128 ? kTensorCoreStages : stages;
   };
+  // Blocks of a launch, when its extents are known.
+  auto blocks_of = [&](int bm, int bn) -> std::optional<int64_t> {
+    if (!g.launch_rows.value || !g.launch_cols.value || !g.launch_batches.value)
+      return std::nullopt;
+    return ((*g.launch_rows.value + bm - 1) / bm) * ((*g.launch_cols.value + bn - 1) / bn) *
+           std::max<int64_t>(*g.launch_batches.value, 1);
+  };
+  const std::optional<int64_t> slices =
+      g.launch_depth.value ? std::optional<int64_t>((*g.launch_depth.value + v.tile_k - 1) / v.tile_k) : std::nullopt;
+  // Split-K (templates/gemm.cu "split_k"): for launches of few blocks, whose
+  // SMs would otherwise sit idle while each block walks all of k.
+  auto unsupported_split = [&](int bm, int bn, int split) -> std::string {
+    if (split == 1)
+      return "";
+    if (ctx.options().arch < 90)
+      return "split-K needs sm_90 (thread-block clusters)";
+    const std::optional<int64_t> blocks = blocks_of(bm, bn);
+    if (!blocks || !slices)
+      return "split-K needs known extents";
+    if (*blocks >= kEnoughBlocks)
+      return "split-K is for launches of fewer than " + std::to_string(kEnoughBlocks) + " blocks";
+    if (*slices < split)
+      return "k has " + std::to_string(*slices) + " slices of " + std::to_string(v.tile_k) + ", fewer than the split";
+    return "";
+  };
   if (const std::optional<GemmBlock>& forced = ctx.options().gemm_block) {
-    if (std::string why = unsupported(forced->rows, forced->cols); !why.empty())
-      return Error{"this GEMM kernel cannot take " + std::to_string(forced->rows) + "x" +
-                   std::to_string(forced->cols) + " blocks (" + why + ")"};
+    std::string why = unsupported(forced->rows, forced->cols);
+    if (why.empty())
+      why = unsupported_split(forced->rows, forced->cols, forced->split_k);
+    if (!why.empty())
+      return Error{"this GEMM kernel cannot take " + format_gemm_block(*forced) + " blocks (" + why + ")"};
     set_block(forced->rows, forced->cols);
+    v.split_k = forced->split_k;
     return v;
   }
-  for (const auto& [bm, bn] : kGemmBlocks) {
+  for (const auto& [bm, bn, unused_split] : kGemmBlocks) {
     if (!unsupported(bm, bn).empty())
       continue;
     if (bn > kTile && g.launch_cols.value && *g.launch_cols.value <= bn / 2)
@@ -629,13 +663,19 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g)
     if (bm > kTile && g.launch_rows.value && *g.launch_rows.value <= kTile)
       continue; // likewise past the last row
     set_block(bm, bn);
-    if (!g.launch_rows.value || !g.launch_cols.value || !g.launch_batches.value)
-      break;
-    int64_t blocks = ((*g.launch_rows.value + bm - 1) / bm) * ((*g.launch_cols.value + bn - 1) / bn) *
-                     std::max<int64_t>(*g.launch_batches.value, 1);
-    if (blocks >= kEnoughBlocks)
+    const std::optional<int64_t> blocks = blocks_of(bm, bn);
+    if (!blocks || *blocks >= kEnoughBlocks)
       break;
   }
+  // Still too few blocks: the largest split that keeps a launch within one
+  // block per SM and gives every block at least two slices.
+  const std::optional<int64_t> blocks = blocks_of(v.block_m, v.block_n);
+  for (int split : {8, 4, 2})
+    if (unsupported_split(v.block_m, v.block_n, split).empty() && *blocks * split <= kEnoughBlocks &&
+        *slices >= 2 * split) {
+      v.split_k = split;
+      break;
+    }
   return v;
 }
 
@@ -693,6 +733,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["threads"] = constant_hook("kThreads", kThreads);
   hooks["inner_product"] = constant_hook("kInnerProduct", variant.inner_product);
   hooks["stages"] = constant_hook("kStages", variant.stages);
+  hooks["split_k"] = constant_hook("kSplitK", variant.split_k);
   // Without a depth table the template never calls a_row / a_depth_offset.
   hooks["a_depth_table"] = constant_hook("kADepthTable", static_cast<int>(g.a_depth_table));
   hooks["a_row"] = hook("const float*", "a_row",
@@ -724,10 +765,14 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   Params row_params = batch_args;
   row_params.list.push_back({"long long", "m"});
   hooks["reduce_slot"] = hook("float*", "reduce_slot", row_params, reduce_slot_body(ctx, s));
-  hooks["entry"] = entry_hook(ctx, "kThreads, kMinBlocksPerSM", "gemm_main(args);");
+  hooks["entry"] = entry_hook(ctx, "kThreads, kMinBlocksPerSM", "gemm_main(args);",
+                              variant.split_k > 1 ? "__cluster_dims__(kSplitK, 1, 1)" : "");
 
-  source.launch.grid = {grid_stride_blocks(ctx, g.launch_cols, variant.block_n, kMaxGridX),
-                        grid_stride_blocks(ctx, g.launch_rows, variant.block_m, kMaxGridYZ),
+  SizeExpr column_blocks = grid_stride_blocks(ctx, g.launch_cols, variant.block_n, kMaxGridX);
+  if (variant.split_k > 1)
+    column_blocks = ctx.mul(column_blocks, ctx.constant(variant.split_k));
+  source.launch.cluster = variant.split_k;
+  source.launch.grid = {column_blocks, grid_stride_blocks(ctx, g.launch_rows, variant.block_m, kMaxGridYZ),
                         grid_stride_blocks(ctx, g.launch_batches, 1, kMaxGridYZ)};
   source.launch.block = kThreads;
   source.launch.shared_bytes = variant.shared_floats() * 4; // SIMT: static shared memory only

@@ -183,6 +183,11 @@ extern "C" __global__ void fusegen_fill(float* data, float value, long long coun
 
 } // namespace
 
+std::string format_gemm_block(const GemmBlock& block) {
+  return std::to_string(block.rows) + "x" + std::to_string(block.cols) +
+         (block.split_k > 1 ? ":" + std::to_string(block.split_k) : "");
+}
+
 Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const CodegenOptions& options) {
   if (options.arch < 80)
     return Error{"sm_" + std::to_string(options.arch) + " is not supported (fusegen targets sm_80 and newer)"};

@@ -15,7 +15,8 @@ std::string constant_hook(const std::string& name, int64_t value);
 std::string function_hook(const std::string& return_type, const std::string& name, const std::string& params,
                           const std::vector<std::string>& body);
 // The renamed `__global__` entry calling the template's main function.
-std::string entry_hook(const EmitContext& ctx, const std::string& launch_bounds, const std::string& main_call);
+std::string entry_hook(const EmitContext& ctx, const std::string& launch_bounds, const std::string& main_call,
+                       const std::string& attributes = "");
 // The values this kernel computes that live in memory: (value, buffer).
 std::vector<std::pair<ValueId, BufferId>> stored_values(const EmitContext& ctx);
 // Values this kernel reads from memory that it does not compute itself.

@@ -220,23 +220,31 @@ TEST_F(FakeDriver, AutotuneKeepsTheFastestBlockAndStoresIt) {
   auto loaded = testing::load_module(testing::read_text(testing::source_path(spec)), spec);
   ASSERT_TRUE(loaded);
   const int64_t n = 128;
-  std::map<std::string, std::string> grid_of; // block -> the GEMM kernel's grid
+  std::map<std::string, std::string> grid_of; // candidate ("64x64:8") -> the GEMM kernel's grid
   std::string gemm_kernel;
-  for (const GemmBlock& block : kGemmBlocks) {
-    if (block.cols > 128)
-      continue; // tf32 only
-    runtime::GeneratedUnit unit = runtime::generate_unit(loaded->fusion(), {{"N", n}}, Precision::Strict, 90,
-                                                         &loaded->sources, block);
-    const runtime::KernelLaunchPlan& k = unit.launch.kernels.at(0);
-    gemm_kernel = k.name;
-    grid_of[std::to_string(block.rows) + "x" + std::to_string(block.cols)] =
-        std::to_string(k.grid[0]) + "," + std::to_string(k.grid[1]) + "," + std::to_string(k.grid[2]);
-  }
-  ASSERT_EQ(std::set<std::string>({grid_of["128x128"], grid_of["128x64"], grid_of["64x64"]}).size(), 3u);
+  for (GemmBlock block : kGemmBlocks)
+    for (int split : kGemmSplits) {
+      block.split_k = split;
+      try {
+        runtime::GeneratedUnit unit =
+            runtime::generate_unit(loaded->fusion(), {{"N", n}}, Precision::Strict, 90, &loaded->sources, block);
+        const runtime::KernelLaunchPlan& k = unit.launch.kernels.at(0);
+        gemm_kernel = k.name;
+        grid_of[format_gemm_block(block)] =
+            std::to_string(k.grid[0]) + "," + std::to_string(k.grid[1]) + "," + std::to_string(k.grid[2]);
+      } catch (const RuntimeError&) {
+        // a candidate the kernel cannot take (128x256 is tf32 only)
+      }
+    }
+  // 128x128, 128x64 and 64x64, each unsplit and split by 2, 4 and 8 (a few
+  // have the same grid; 128x128 unsplit has a grid of its own).
+  ASSERT_EQ(grid_of.size(), 12u);
+  EXPECT_EQ(grid_of["64x64:8"], "32,2,1");
   auto set_costs = [&] {
+    for (const auto& [candidate, grid] : grid_of)
+      g_fake->launch_ms[grid] = 1.0;
     g_fake->launch_ms[grid_of["128x128"]] = 0.5; // not the heuristic's pick at N=128 (too few blocks)...
-    g_fake->launch_ms[grid_of["128x64"]] = 2.0;
-    g_fake->launch_ms[grid_of["64x64"]] = 1.0; // ...which is 64x64
+    g_fake->launch_ms[grid_of["128x64"]] = 2.0;  // ...which is 64x64:8
   };
   auto gemm_grid_of_last_call = [&] {
     for (auto it = g_fake->launches.rbegin(); it != g_fake->launches.rend(); ++it)
@@ -256,9 +264,10 @@ TEST_F(FakeDriver, AutotuneKeepsTheFastestBlockAndStoresIt) {
     EXPECT_EQ(gemm_grid_of_last_call(), grid_of["128x128"]);
     Stats s = rt.stats();
     EXPECT_EQ(s.tunings, 1u);
-    // The heuristic's and three forced blocks (one the same code as the
-    // heuristic's; 128x256 is refused before compiling: tf32 only).
-    EXPECT_EQ(s.compiles, 4u);
+    // The heuristic's and six forced candidates: 128x128, 128x64 and 64x64,
+    // each unsplit and with its largest split, 8 (64x64:8 is the same code as
+    // the heuristic's; 128x256 is refused before compiling: tf32 only).
+    EXPECT_EQ(s.compiles, 7u);
     EXPECT_EQ(s.disk_writes, 1u);
     EXPECT_EQ(g_fake->live_streams, 0);
     EXPECT_EQ(g_fake->live_events, 0);

@@ -7,7 +7,9 @@
 #include "support/GpuSupport.h"
 #include "support/TestSupport.h"
 
+#include "fusegen/Codegen.h"
 #include "fusegen/Interpreter.h"
+#include "fusegen/Planner.h"
 #include "fusegen/RandomInputs.h"
 #include "fusegen/Warmup.h"
 
@@ -198,6 +200,59 @@ TEST_F(GpuRuntime, AutotunedKernelsMatchTheReference) {
     check(rt);
     EXPECT_EQ(rt.stats().compiles, 0u);
     EXPECT_EQ(rt.stats().disk_loads, 1u);
+  }
+  EXPECT_EQ(log_.count(), 0u);
+}
+
+// Split-K on the GPU (clusters of blocks that share an output block's depth
+// and add their sums in distributed shared memory): shares of unequal length
+// (29 slices of 32 over 8 blocks, the last slice partial), partial row and
+// column blocks and a row norm in the epilogue, against the reference in
+// both precisions.
+TEST_F(GpuRuntime, SplitKMatchesTheReference) {
+  const std::string text = R"(
+fusion split_linear {
+  input x : f32[N, 900]
+  param w : f32[96, 900]
+  param b : f32[96]
+  output y = relu(linear(x, w, b))
+}
+fusion split_norm {
+  input x : f32[N, 900]
+  param w : f32[128, 900]
+  param g : f32[128]
+  param beta : f32[128]
+  output y = group_norm(linear(x, w), num_groups=4, weight=g, bias=beta, eps=1e-5)
+}
+)";
+  auto module = testing::load_module(text, "split.fg");
+  ASSERT_TRUE(module);
+  for (Precision precision : {Precision::Strict, Precision::TF32}) {
+    RuntimeOptions o = options();
+    o.precision = precision;
+    Runtime rt(0, o);
+    Program program = rt.load_string(text, "split.fg");
+    const double tol = precision == Precision::TF32 ? 1e-2 : 1e-4;
+    for (const Fusion& fusion : module->module.fusions)
+      for (int64_t n : {50, 130}) {
+        SCOPED_TRACE(fusion.name + " N=" + std::to_string(n) + " " + precision_name(precision));
+        Diagnostics diags;
+        std::optional<Fusion> c = specialize(fusion, {{"N", n}}, diags);
+        ASSERT_TRUE(c) << diags.render(module->sources);
+        // The generator does split these launches (2 or 6 blocks of 64x64).
+        CodegenOptions codegen;
+        codegen.precision = precision;
+        Result<GeneratedCode> code = generate_cuda({plan_fusion(*c)}, codegen);
+        ASSERT_TRUE(code) << code.error();
+        EXPECT_EQ(code.value().fusions.at(0).kernels.at(0).cluster, 8);
+        std::map<std::string, HostTensor> inputs = make_random_arguments(*c, 7);
+        Result<InterpreterResult> want = interpret(fusion, inputs);
+        ASSERT_TRUE(want) << want.error();
+        testing::DeviceResult got = testing::run_on_device(rt, program.function(fusion.name), *c, inputs);
+        testing::Comparison cmp =
+            testing::compare_to_reference(got.outputs.at("y"), want.value().outputs.at("y"), tol, tol);
+        EXPECT_EQ(cmp.mismatches, 0u) << cmp.summary();
+      }
   }
   EXPECT_EQ(log_.count(), 0u);
 }

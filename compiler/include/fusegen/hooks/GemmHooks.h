@@ -36,6 +36,7 @@ inline constexpr HookSpec kGemmHooks[] = {
     {"b_vector", HookKind::Constant, "kBVector", "const bool"},
     {"shared_floats", HookKind::Constant, "kDynamicSharedFloats", "const int"},
     {"stages", HookKind::Constant, "kStages", "const int"},
+    {"split_k", HookKind::Constant, "kSplitK", "const int"},
     {"epilogue", HookKind::Function, "epilogue",
      "float (const FusegenArgs &, long long, long long, long long, float)"},
     {"norm_apply", HookKind::Function, "norm_apply",
