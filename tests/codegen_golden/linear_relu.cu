@@ -1359,7 +1359,7 @@ __device__ __forceinline__ void tile_statistics(const FusegenArgs& args, float* 
 // Normalizes every (row, group of kNormGroup columns) of the staged tile in
 // place: (x - mean) / sqrt(biased var + eps), two passes. Thread (row, part)
 // covers 16 columns; groups wider than that are shared by 2 or 4 lanes.
-// Rows and columns outside the problem hold zeros and are ignored later.
+// Rows and columns outside the problem are ignored later.
 __device__ __forceinline__ void normalize_tile(float* smem) {
   constexpr int kGroup = kNormGroup > 0 ? kNormGroup : 1;
   constexpr int kWidth = kGroup < kPartCols ? kGroup : kPartCols; // group columns per thread
@@ -1420,9 +1420,13 @@ __device__ __forceinline__ void finish_staged_tile(const FusegenArgs& args, floa
   const int valid_rows = static_cast<int>(e.rows - m0 < kTileM ? e.rows - m0 : kTileM);
   const int valid_cols = static_cast<int>(e.cols - n0 < kTileN ? e.cols - n0 : kTileN);
   const bool staged = kNormGroup > 0 || kStatsGroup > 0;
-  // Stage 0; the staged stages keep its values (zeros outside the problem).
+  // Stage 0; the staged stages keep its values (zeros outside the problem
+  // up to the last valid column, along m, or row: the walk stops there, and
+  // past it the staged accumulators stay, feeding only groups and rows
+  // outside the problem, whose results are never stored).
+  const int extent = kEpilogueAlongM ? valid_cols * kTileM : valid_rows * kTileN;
 #pragma unroll 1
-  for (int index = threadIdx.x; index < kTileM * kTileN; index += kThreads) {
+  for (int index = threadIdx.x; index < extent; index += kThreads) {
     const int r = kEpilogueAlongM ? index % kTileM : index / kTileN;
     const int c = kEpilogueAlongM ? index / kTileM : index % kTileN;
     float* value = tile + r * kTileStride + c; // kTileStride is odd: no bank conflicts either way

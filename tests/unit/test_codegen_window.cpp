@@ -136,10 +136,12 @@ TEST(CodegenWindow, SpecializedDimsGiveConstantGrid) {
   GeneratedCode code = generate(plan_of(kMaxPool, {{"N", 32}}));
   expect_compiles(code, "maxpool_n32");
   const KernelLaunch& launch = only_window(code);
-  // 170 outputs per plane: 6 planes per block (4 rounds of 256), 32 * 16 planes.
-  EXPECT_TRUE(contains(code.source, "constexpr int kPlanesPerBlock = 6;"));
+  // 170 outputs per plane, 32 * 16 planes: 4 rounds of 256 would put 6
+  // planes in a block, 86 blocks; too few to fill the GPU (1056), and so
+  // are 171 blocks of 2 rounds, so one round: a plane per block.
+  EXPECT_TRUE(contains(code.source, "constexpr int kPlanesPerBlock = 1;"));
   ASSERT_TRUE(launch.grid[0].value);
-  EXPECT_EQ(*launch.grid[0].value, (32 * 16 + 5) / 6);
+  EXPECT_EQ(*launch.grid[0].value, 32 * 16);
   EXPECT_EQ(launch.grid[1].value, 1);
   EXPECT_FALSE(contains(code.source, "args.dim["));
 }
@@ -228,11 +230,13 @@ fusion large {
 )"));
   expect_compiles(code, "large");
   const KernelLaunch& launch = only_window(code);
-  // 65536 outputs per plane in chunks of 4 rounds of 256 one-thread teams.
+  // 65536 outputs per plane in chunks of 256 one-thread teams: 4 rounds
+  // would make 6 * 64 blocks, 2 rounds 6 * 128, both fewer than fill the GPU
+  // (1056), so one round, 6 * 256.
   EXPECT_TRUE(contains(code.source, "constexpr int kTeamSize = 1;"));
-  EXPECT_TRUE(contains(code.source, "constexpr int kOutputsPerBlock = 1024;"));
+  EXPECT_TRUE(contains(code.source, "constexpr int kOutputsPerBlock = 256;"));
   EXPECT_EQ(launch.grid[0].value, 6);
-  EXPECT_EQ(launch.grid[1].value, 64);
+  EXPECT_EQ(launch.grid[1].value, 256);
 }
 
 TEST(CodegenWindow, AppliesFinalizedBatchNormInPrologue) {

@@ -19,6 +19,9 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int64_t kTapsPerThread = 16;   // windows up to this many taps: one thread per output
 constexpr int64_t kRoundsPerBlock = 4;   // output rounds of a block before a plane is split over blocks
+// Blocks that fill an H100 (132 SMs, 8 blocks of 256 threads each): a launch
+// of fewer takes fewer rounds per block, for more loads in flight.
+constexpr int64_t kFullGrid = 132 * 8;
 constexpr int64_t kMaxPlanesPerBlock = 256;
 constexpr int64_t kMaxGridX = INT_MAX;
 constexpr int64_t kMaxGridY = 65535;
@@ -108,11 +111,11 @@ struct Tiling {
   int64_t chunks = 1;            // blocks along grid y
 };
 
-Tiling tiling_of(const Geometry& g, int team, std::optional<int64_t> planes) {
+Tiling tiling_of(const Geometry& g, int team, std::optional<int64_t> planes, int64_t rounds = kRoundsPerBlock) {
   Tiling t;
   int64_t teams = kBlock / team;
   int64_t outputs = g.out_h * g.out_w;
-  int64_t capacity = teams * kRoundsPerBlock; // outputs per block
+  int64_t capacity = teams * rounds; // outputs per block
   if (outputs <= capacity) {
     // Whole planes per block; several when they are small, so threads stay busy.
     int64_t per_block = std::clamp<int64_t>(capacity / outputs, 1, kMaxPlanesPerBlock);
@@ -125,8 +128,8 @@ Tiling tiling_of(const Geometry& g, int team, std::optional<int64_t> planes) {
   t.outputs_per_block = capacity;
   t.chunks = (outputs + capacity - 1) / capacity;
   if (t.chunks > kMaxGridY) {
-    int64_t rounds = ((outputs + kMaxGridY - 1) / kMaxGridY + teams - 1) / teams;
-    t.outputs_per_block = rounds * teams;
+    int64_t needed = ((outputs + kMaxGridY - 1) / kMaxGridY + teams - 1) / teams; // rounds
+    t.outputs_per_block = needed * teams;
     t.chunks = (outputs + t.outputs_per_block - 1) / t.outputs_per_block;
   }
   return t;
@@ -266,7 +269,14 @@ Result<KernelSource> emit_window(const EmitContext& ctx) {
 
   SizeExpr planes = ctx.size(in_shape, 0, rank - 2);
   int team = team_size(g);
+  // kRoundsPerBlock rounds per block, fewer (down to one) while the launch
+  // would not fill the GPU (known plane count only).
+  auto blocks_of = [&](const Tiling& t) {
+    return (*planes.value + t.planes_per_block - 1) / t.planes_per_block * t.chunks;
+  };
   Tiling tiling = tiling_of(g, team, planes.value);
+  for (int64_t rounds = kRoundsPerBlock / 2; rounds >= 1 && planes.value && blocks_of(tiling) < kFullGrid; rounds /= 2)
+    tiling = tiling_of(g, team, planes.value, rounds);
 
   KernelSource source;
   source.template_file = "window.cu";
