@@ -1419,19 +1419,26 @@ __device__ __forceinline__ void cluster_store(unsigned int address, float value)
 #endif
 }
 
-// Adds the cluster's accumulators; true (and the sums in acc) in rank 0.
-// Shared memory is free on entry (accumulate_* end with a barrier).
-__device__ __forceinline__ bool reduce_split_k(float* smem, float (&acc)[kFragsM][kFragsN][4]) {
-  constexpr int kPerThread = kFragsM * kFragsN * 4;
-  constexpr int kShare = kPerThread * kThreads / kSplitK; // elements each rank adds
-  const unsigned int rank = cluster_rank();
+// f(accumulator, its staging offset) for each of this thread's accumulators:
+// element i of thread t is staged at i * kThreads + t.
+template <typename F>
+__device__ __forceinline__ void for_each_accumulator(float (&acc)[kFragsM][kFragsN][4], F f) {
 #pragma unroll
   for (int i = 0; i < kFragsM; ++i)
 #pragma unroll
     for (int j = 0; j < kFragsN; ++j)
 #pragma unroll
       for (int r = 0; r < 4; ++r)
-        smem[((i * kFragsN + j) * 4 + r) * kThreads + threadIdx.x] = acc[i][j][r];
+        f(acc[i][j][r], ((i * kFragsN + j) * 4 + r) * kThreads + static_cast<int>(threadIdx.x));
+}
+
+// Adds the cluster's accumulators; true (and the sums in acc) in rank 0.
+// Shared memory is free on entry (accumulate_* end with a barrier).
+__device__ __forceinline__ bool reduce_split_k(float* smem, float (&acc)[kFragsM][kFragsN][4]) {
+  constexpr int kPerThread = kFragsM * kFragsN * 4;
+  constexpr int kShare = kPerThread * kThreads / kSplitK; // elements each rank adds
+  const unsigned int rank = cluster_rank();
+  for_each_accumulator(acc, [&](float& value, int at) { smem[at] = value; });
   cluster_sync(); // every rank's accumulators are staged
 #pragma unroll
   for (int v = 0; v < kShare / kThreads; ++v) {
@@ -1445,13 +1452,7 @@ __device__ __forceinline__ bool reduce_split_k(float* smem, float (&acc)[kFragsM
   cluster_sync(); // rank 0 holds the sums; no rank reads another's shared memory after this
   if (rank != 0)
     return false;
-#pragma unroll
-  for (int i = 0; i < kFragsM; ++i)
-#pragma unroll
-    for (int j = 0; j < kFragsN; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-        acc[i][j][r] = smem[((i * kFragsN + j) * 4 + r) * kThreads + threadIdx.x];
+  for_each_accumulator(acc, [&](float& value, int at) { value = smem[at]; });
   return true;
 }
 
