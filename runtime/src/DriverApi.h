@@ -46,7 +46,8 @@
   X(cuModuleUnload)                                                                                                    \
   X(cuModuleGetFunction)                                                                                               \
   X(cuFuncSetAttribute)                                                                                                \
-  X(cuLaunchKernel)
+  X(cuLaunchKernel)                                                                                                    \
+  X(cuLaunchKernelEx)
 
 namespace fusegen::runtime {
 

@@ -41,7 +41,7 @@ uint64_t this_thread_serial() {
 
 LoadedFusion::LoadedFusion(const DriverApi& api, CUcontext context, const DeviceInfo& device, const CacheEntry& entry,
                            const Fusion& concrete)
-    : api_(api), context_(context), plan_(entry.launch) {
+    : api_(api), context_(context), plan_(entry.launch), dependent_launches_(device.arch >= 90) {
   for (ValueId id : concrete.arguments)
     argument_shapes_.push_back(concrete_shape(concrete.value(id).type.shape));
   for (const FusionOutput& output : concrete.outputs)
@@ -160,6 +160,33 @@ CUdeviceptr LoadedFusion::workspace_for(CUstream stream) {
   return it->second;
 }
 
+void LoadedFusion::launch_kernel(CUfunction function, const std::array<unsigned, 3>& grid, unsigned block,
+                                 unsigned shared_bytes, CUstream stream, void** params, bool dependent) {
+  if (!dependent) {
+    FUSEGEN_CU(api_, cuLaunchKernel, function, grid[0], grid[1], grid[2], block, 1, 1, shared_bytes, stream, params,
+               nullptr);
+    return;
+  }
+  // A programmatic dependent launch: the kernel may start before the one
+  // before it in the stream has finished; it waits for it in
+  // fusegen_grid_dependencies() (templates/helpers.cu) before touching memory.
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attribute.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = grid[0];
+  config.gridDimY = grid[1];
+  config.gridDimZ = grid[2];
+  config.blockDimX = block;
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = shared_bytes;
+  config.hStream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  FUSEGEN_CU(api_, cuLaunchKernelEx, &config, function, params, nullptr);
+}
+
 void LoadedFusion::launch(const std::vector<CUdeviceptr>& arguments, const std::vector<CUdeviceptr>& outputs,
                           CUstream stream) {
   CUdeviceptr workspace = plan_.workspace_bytes > 0 ? workspace_for(stream) : 0;
@@ -171,6 +198,12 @@ void LoadedFusion::launch(const std::vector<CUdeviceptr>& arguments, const std::
                                              : outputs.at(static_cast<size_t>(-1 - source));
   }
   void* kernel_params[] = {&args};
+  bool first = true; // the first launch waits for the stream's earlier work as usual
+  auto launch_one = [&](CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned block,
+                        unsigned shared_bytes, void** params) {
+    launch_kernel(function, {gx, gy, gz}, block, shared_bytes, stream, params, dependent_launches_ && !first);
+    first = false;
+  };
   for (const Kernel& kernel : kernels_) {
     const KernelLaunchPlan& k = *kernel.plan;
     for (const FillLaunch& fill : k.fills) {
@@ -181,13 +214,13 @@ void LoadedFusion::launch(const std::vector<CUdeviceptr>& arguments, const std::
       long long count = fill.count;
       void* fill_params[] = {&data, &value, &count};
       auto blocks = static_cast<unsigned>((fill.count + kFillBlock - 1) / kFillBlock);
-      FUSEGEN_CU(api_, cuLaunchKernel, fill_, blocks, 1, 1, kFillBlock, 1, 1, 0, stream, fill_params, nullptr);
+      launch_one(fill_, blocks, 1, 1, kFillBlock, 0, fill_params);
     }
     if (k.grid[0] == 0 || k.grid[1] == 0 || k.grid[2] == 0)
       continue; // an empty domain
-    FUSEGEN_CU(api_, cuLaunchKernel, kernel.function, static_cast<unsigned>(k.grid[0]),
-               static_cast<unsigned>(k.grid[1]), static_cast<unsigned>(k.grid[2]), static_cast<unsigned>(k.block), 1, 1,
-               static_cast<unsigned>(k.shared_bytes), stream, kernel_params, nullptr);
+    launch_one(kernel.function, static_cast<unsigned>(k.grid[0]), static_cast<unsigned>(k.grid[1]),
+               static_cast<unsigned>(k.grid[2]), static_cast<unsigned>(k.block), static_cast<unsigned>(k.shared_bytes),
+               kernel_params);
   }
   for (size_t c = 0; c < plan_.copies.size(); ++c) {
     const OutputCopy& copy = plan_.copies[c];

@@ -9,6 +9,7 @@
 
 #include "fusegen/IR.h"
 
+#include <array>
 #include <map>
 #include <mutex>
 #include <string>
@@ -49,10 +50,17 @@ private:
   // The workspace for work on `stream`: one per stream (and per thread for
   // the per-thread default stream), so concurrent calls never share one.
   CUdeviceptr workspace_for(CUstream stream);
+  // One launch on `stream`; `dependent`: as a programmatic dependent launch.
+  void launch_kernel(CUfunction function, const std::array<unsigned, 3>& grid, unsigned block, unsigned shared_bytes,
+                     CUstream stream, void** params, bool dependent);
 
   const DriverApi& api_;
   CUcontext context_;
   LaunchPlan plan_;
+  // sm_90 and later: the kernels after the first of a call are launched as
+  // programmatic dependents (each waits for the one before it on the GPU,
+  // not behind it in the launch queue).
+  bool dependent_launches_ = false;
   std::vector<std::vector<int64_t>> argument_shapes_;
   std::vector<std::vector<int64_t>> output_shapes_;
   std::vector<int> buffer_source_;     // per args.buf index: argument index, or -1 - output index, or kWorkspace

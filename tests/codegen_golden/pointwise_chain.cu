@@ -27,6 +27,19 @@ struct FusegenArgs {
   long long dim[8];
 };
 
+// First thing in every generated kernel. The runtime launches each kernel of
+// a fusion after the first as a programmatic dependent launch (sm_90): it
+// may start while the kernel before it still runs, and waits here until that
+// grid has finished and its memory writes are visible. Then it lets the
+// kernel after it start early in turn (which waits the same way). Without
+// such a launch both are no-ops.
+__device__ __forceinline__ void fusegen_grid_dependencies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float fusegen_is_nan(float x) { return x != x; }
 
 __device__ __forceinline__ float fusegen_maximum(float a, float b) {
@@ -133,6 +146,7 @@ __device__ __forceinline__ void fusegen_atomic_max(float* address, float value) 
 
 // Fills a buffer with one value (e.g. +inf before an atomic minimum).
 extern "C" __global__ void fusegen_fill(float* data, float value, long long count) {
+  fusegen_grid_dependencies();
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < count) data[i] = value;
 }
@@ -285,6 +299,7 @@ __device__ __forceinline__ void elementwise_main(const FusegenArgs& args) {
 
 extern "C" {
 __global__ void __launch_bounds__(kBlockSize) fusegen_pointwise_chain_k0(const FusegenArgs args) {
+  fusegen_grid_dependencies();
   elementwise_main(args);
 }
 }

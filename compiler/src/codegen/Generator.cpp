@@ -176,6 +176,7 @@ void write_launcher(const Plan& plan, const GeneratedFusion& fusion, CodeWriter&
 
 constexpr const char* kFillKernel = R"(// Fills a buffer with one value (e.g. +inf before an atomic minimum).
 extern "C" __global__ void fusegen_fill(float* data, float value, long long count) {
+  fusegen_grid_dependencies();
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < count) data[i] = value;
 }

@@ -22,7 +22,7 @@ std::string function_hook(const std::string& return_type, const std::string& nam
 std::string entry_hook(const EmitContext& ctx, const std::string& launch_bounds, const std::string& main_call,
                        const std::string& attributes) {
   return "__global__ void __launch_bounds__(" + launch_bounds + ") " + (attributes.empty() ? "" : attributes + " ") +
-         ctx.kernel_name() + "(const FusegenArgs args) {\n  " + main_call + "\n}";
+         ctx.kernel_name() + "(const FusegenArgs args) {\n  fusegen_grid_dependencies();\n  " + main_call + "\n}";
 }
 
 std::vector<std::pair<ValueId, BufferId>> stored_values(const EmitContext& ctx) {

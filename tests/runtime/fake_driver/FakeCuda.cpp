@@ -69,6 +69,7 @@ extern "C" void fakecuda_reset() {
   g_state.fail_function.clear();
   g_state.allocation_device.clear();
   g_state.launch_ms.clear();
+  g_state.compute_major = 9;
 }
 
 void* g_last_stream = nullptr;
@@ -128,7 +129,7 @@ CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
 CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
   FAKE_ENTER("cuDeviceGetAttribute");
   switch (attribute) {
-  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = g_state.compute_major; break;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 232448; break;
   default: *value = 0; break;
@@ -365,12 +366,18 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
   FAKE_ENTER("cuFuncSetAttribute");
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                unsigned bz, unsigned shared, CUstream stream, void** params, void**) {
-  FAKE_ENTER("cuLaunchKernel");
+} // extern "C"
+
+namespace {
+
+// Both launch entry points: records the launch, carries out fills, advances
+// the simulated clock.
+CUresult launch_kernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                       unsigned bz, unsigned shared, CUstream stream, void** params, bool programmatic) {
   if (t_stack.empty())
     return CUDA_ERROR_INVALID_CONTEXT;
   fakecuda::Launch launch;
+  launch.programmatic = programmatic;
   launch.kernel = reinterpret_cast<FakeFunction*>(function)->name;
   launch.grid[0] = gx;
   launch.grid[1] = gy;
@@ -405,6 +412,30 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, u
   if (g_state.recording)
     g_state.launches.push_back(std::move(launch));
   return CUDA_SUCCESS;
+}
+
+} // namespace
+
+extern "C" {
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                unsigned bz, unsigned shared, CUstream stream, void** params, void**) {
+  FAKE_ENTER("cuLaunchKernel");
+  return launch_kernel(function, gx, gy, gz, bx, by, bz, shared, stream, params, false);
+}
+
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction function, void** params, void**) {
+  FAKE_ENTER("cuLaunchKernelEx");
+  bool programmatic = false;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute& attribute = config->attrs[i];
+    if (attribute.id != CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      return CUDA_ERROR_INVALID_VALUE; // fusegen sets no other attribute
+    programmatic = attribute.value.programmaticStreamSerializationAllowed != 0;
+  }
+  return launch_kernel(function, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                       config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream, params,
+                       programmatic);
 }
 
 } // extern "C"

@@ -22,6 +22,7 @@ struct Launch {
   void* stream = nullptr;
   void* context = nullptr;
   std::vector<unsigned char> params; // FusegenArgs (320 bytes) for generated kernels
+  bool programmatic = false;          // cuLaunchKernelEx with programmatic stream serialization
 };
 
 struct State {
@@ -44,6 +45,7 @@ struct State {
   std::map<std::string, double> launch_ms;
   int live_streams = 0;
   int live_events = 0;
+  int compute_major = 9; // the device's compute capability: compute_major.0
 };
 inline constexpr int kHostMemory = -1;
 

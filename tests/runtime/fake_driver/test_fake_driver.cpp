@@ -203,12 +203,43 @@ TEST_F(FakeDriver, LaunchesFollowThePlan) {
       }
       EXPECT_EQ(g_fake->launches.at(position++).kernel, k.name);
     }
+    // On sm_90 (the fake device) every launch after a call's first is a
+    // programmatic dependent launch: it waits for the one before it on the GPU.
+    for (size_t i = 0; i < g_fake->launches.size(); ++i)
+      EXPECT_EQ(g_fake->launches[i].programmatic, i > 0) << "launch " << i << ": " << g_fake->launches[i].kernel;
     // The caller's thread has no context before or after.
     CUcontext current = reinterpret_cast<CUcontext>(0x1);
     runtime::driver().cuCtxGetCurrent(&current);
     EXPECT_EQ(current, nullptr);
     EXPECT_EQ(count_calls("cuCtxPushCurrent_v2"), count_calls("cuCtxPopCurrent_v2"));
   }
+}
+
+// Dependent launches need sm_90: on an sm_80 device every launch is an
+// ordinary one; the next call's first launch is ordinary on sm_90 too.
+TEST_F(FakeDriver, DependentLaunchesOnlyWithinACallOnSm90) {
+  const std::string spec = "specs/kernelbench/small/75_gemm_groupnorm_min_biasadd.fg"; // a fill and two kernels
+  auto loaded = testing::load_module(testing::read_text(testing::source_path(spec)), spec);
+  ASSERT_TRUE(loaded);
+  Fusion concrete = specialized(*loaded, 128);
+  for (int major : {8, 9}) {
+    SCOPED_TRACE("sm_" + std::to_string(major) + "0");
+    reset_fake();
+    g_fake->compute_major = major;
+    testing::TempDir cache;
+    RuntimeOptions o = options();
+    o.cache_dir = cache.path();
+    Runtime rt(0, o);
+    Function f = rt.load_file(testing::source_path(spec)).function(loaded->fusion().name);
+    Tensors t(rt, concrete);
+    f.call(t.args, t.outs, nullptr);
+    f.call(t.args, t.outs, nullptr);
+    const std::vector<fakecuda::Launch>& l = g_fake->launches;
+    ASSERT_EQ(l.size(), 6u) << "fill, GEMM, bias add, twice";
+    for (size_t i = 0; i < l.size(); ++i)
+      EXPECT_EQ(l[i].programmatic, major >= 9 && i % 3 != 0) << "launch " << i << ": " << l[i].kernel;
+  }
+  EXPECT_EQ(log_.count(), 0u);
 }
 
 // Autotuning compiles the heuristic's kernels and each GEMM block, times
