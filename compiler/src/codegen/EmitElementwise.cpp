@@ -6,9 +6,6 @@
 #include "codegen/KernelParts.h"
 #include "codegen/PointwiseEmitter.h"
 
-#include <algorithm>
-#include <set>
-
 namespace fusegen::codegen {
 namespace {
 
@@ -33,25 +30,6 @@ std::vector<std::string> scalar_body(const EmitContext& ctx, const Shape& domain
   return body.finish({"args", "index"});
 }
 
-// The values compute4 loads: the pointwise operands, and the input of a
-// normalization applied here (whose apply code reads it element by element
-// otherwise; chain 39's batch_norm apply reads 268 MB that way).
-std::vector<ValueId> vector_loads(const EmitContext& ctx) {
-  std::vector<ValueId> loads = loaded_values(ctx);
-  std::set<ValueId> computed;
-  for (NodeId id : ctx.step().nodes())
-    computed.insert(ctx.fusion().node(id).result);
-  for (NodeId id : ctx.step().nodes()) {
-    const Node& node = ctx.fusion().node(id);
-    if (id != ctx.step().stats_in && node.op != "batch_norm")
-      continue;
-    ValueId input = node.operands.at(0);
-    if (!computed.count(input) && std::find(loads.begin(), loads.end(), input) == loads.end())
-      loads.push_back(input);
-  }
-  return loads;
-}
-
 // Four consecutive elements: operands that vary along the last dim are read
 // as one float4, operands broadcast along it once; outputs stored as float4.
 std::vector<std::string> vector_body(const EmitContext& ctx, const Shape& domain) {
@@ -59,7 +37,7 @@ std::vector<std::string> vector_body(const EmitContext& ctx, const Shape& domain
   declare_coordinates(ctx, domain, "index", body);
   std::vector<std::string> coords = coord_names(domain.size());
   std::vector<std::pair<ValueId, std::string>> leaves; // value, float4 variable or "" for a scalar
-  for (ValueId value : vector_loads(ctx)) {
+  for (ValueId value : loaded_values(ctx)) {
     const Shape& shape = ctx.fusion().value(value).type.shape;
     bool varies = !shape.empty() && !(shape.back().is_constant() && shape.back().value() == 1);
     std::string name = "in" + std::to_string(value);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <span>
 
 namespace fusegen::codegen {
 
@@ -44,9 +45,11 @@ std::vector<ValueId> loaded_values(const EmitContext& ctx) {
   std::vector<ValueId> result;
   for (NodeId id : ctx.step().nodes()) {
     const Node& node = ctx.fusion().node(id);
-    if (id == ctx.step().stats_in || node.op == "batch_norm")
-      continue; // normalization params are read by the apply code itself
-    for (ValueId operand : node.operands) {
+    // A normalization applied here reads its params itself; its input is
+    // loaded like any operand.
+    const bool normalization = id == ctx.step().stats_in || node.op == "batch_norm";
+    const size_t operands = normalization ? std::min<size_t>(node.operands.size(), 1) : node.operands.size();
+    for (ValueId operand : std::span(node.operands).first(operands)) {
       if (operand == kNoId || computed.count(operand))
         continue;
       const Value& v = ctx.fusion().value(operand);
