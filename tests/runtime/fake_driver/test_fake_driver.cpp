@@ -78,6 +78,10 @@ protected:
   // The one disk cache entry a call of the elementwise fusion (N = 32) on
   // a runtime of its own writes.
   std::string warmed_entry(const testing::LoadedModule& loaded);
+  // Warms that entry, applies `damage` to it, then calls the fusion on a
+  // fresh runtime: the entry is read once, rejected with one warning
+  // containing `why` and rebuilt by one compile. Returns the entry written back.
+  runtime::CacheEntry rebuilt_after(const std::function<void(runtime::CacheEntry&)>& damage, const std::string& why);
 
   TempDir cache_;
   WarningLog log_;
@@ -125,6 +129,37 @@ std::string FakeDriver::warmed_entry(const testing::LoadedModule& loaded) {
   for (const auto& file : std::filesystem::directory_iterator(cache_.path()))
     entry = file.path().string();
   return entry;
+}
+
+runtime::CacheEntry FakeDriver::rebuilt_after(const std::function<void(runtime::CacheEntry&)>& damage,
+                                              const std::string& why) {
+  auto loaded = testing::load_module(testing::kElementwiseSpec);
+  const std::string entry = warmed_entry(*loaded);
+  Result<runtime::CacheEntry> decoded = runtime::decode_entry(testing::read_text(entry));
+  if (!decoded) {
+    ADD_FAILURE() << "the warmed entry does not decode: " << decoded.error();
+    return {};
+  }
+  damage(decoded.value());
+  testing::write_text(entry, runtime::encode_entry(decoded.value()));
+
+  Runtime rt(0, options());
+  Tensors t(rt, specialized(*loaded, 32));
+  rt.load_string(testing::kElementwiseSpec).function("scale_relu").call(t.args, t.outs);
+  EXPECT_EQ(rt.stats().disk_loads, 1u);
+  EXPECT_EQ(rt.stats().disk_rejects, 1u);
+  EXPECT_EQ(rt.stats().compiles, 1u);
+  EXPECT_EQ(rt.stats().calls, 1u);
+  EXPECT_EQ(log_.count(), 1u);
+  if (log_.count() > 0) {
+    EXPECT_NE(log_.lines()[0].find(why), std::string::npos) << log_.lines()[0];
+  }
+  Result<runtime::CacheEntry> rewritten = runtime::decode_entry(testing::read_text(entry));
+  if (!rewritten) {
+    ADD_FAILURE() << "the rebuilt entry does not decode: " << rewritten.error();
+    return {};
+  }
+  return rewritten.value();
 }
 
 // Every KernelBench chain: the launches are the plan's, with the arguments
@@ -720,52 +755,25 @@ TEST_F(FakeDriver, DriverErrorsNameTheCall) {
 
 // A well-formed entry whose image the driver refuses: one warning, rebuilt.
 TEST_F(FakeDriver, EntryTheDriverRefusesIsRebuilt) {
-  auto loaded = testing::load_module(testing::kElementwiseSpec);
-  const std::string entry = warmed_entry(*loaded);
-  Result<runtime::CacheEntry> decoded = runtime::decode_entry(testing::read_text(entry));
-  ASSERT_TRUE(decoded);
-  decoded.value().image = std::string(512, 'Z');
-  testing::write_text(entry, runtime::encode_entry(decoded.value()));
-
-  Runtime rt(0, options());
-  Tensors t(rt, specialized(*loaded, 32));
-  rt.load_string(testing::kElementwiseSpec).function("scale_relu").call(t.args, t.outs);
-  EXPECT_EQ(rt.stats().disk_loads, 1u);
-  EXPECT_EQ(rt.stats().disk_rejects, 1u);
-  EXPECT_EQ(rt.stats().compiles, 1u);
-  ASSERT_EQ(log_.count(), 1u);
-  EXPECT_NE(log_.lines()[0].find("cuModuleLoadData: CUDA_ERROR_INVALID_IMAGE"), std::string::npos) << log_.lines()[0];
-  Result<runtime::CacheEntry> rewritten = runtime::decode_entry(testing::read_text(entry));
-  ASSERT_TRUE(rewritten);
-  EXPECT_EQ(rewritten.value().image.substr(1, 3), "ELF");
+  runtime::CacheEntry rewritten = rebuilt_after([](runtime::CacheEntry& entry) { entry.image = std::string(512, 'Z'); },
+                                                "cuModuleLoadData: CUDA_ERROR_INVALID_IMAGE");
+  EXPECT_EQ(rewritten.image.substr(1, 3), "ELF");
 }
 
 // A disk hit trusts the stored launch plan (it is not regenerated); one that
 // does not fit the fusion (here a buffer naming no tensor) is rebuilt, not
 // an error of the call.
 TEST_F(FakeDriver, EntryWithAnUnfitLaunchPlanIsRebuilt) {
-  auto loaded = testing::load_module(testing::kElementwiseSpec);
-  const std::string entry = warmed_entry(*loaded);
-  Result<runtime::CacheEntry> decoded = runtime::decode_entry(testing::read_text(entry));
-  ASSERT_TRUE(decoded);
-  const runtime::LaunchPlan good = decoded.value().launch;
-  ASSERT_FALSE(decoded.value().launch.buffers.empty());
-  decoded.value().launch.buffers[0].role = runtime::BufferBinding::Role::Argument;
-  decoded.value().launch.buffers[0].name = "no_such_tensor";
-  testing::write_text(entry, runtime::encode_entry(decoded.value()));
-
-  Runtime rt(0, options());
-  Tensors t(rt, specialized(*loaded, 32));
-  rt.load_string(testing::kElementwiseSpec).function("scale_relu").call(t.args, t.outs);
-  EXPECT_EQ(rt.stats().disk_loads, 1u);
-  EXPECT_EQ(rt.stats().disk_rejects, 1u);
-  EXPECT_EQ(rt.stats().compiles, 1u);
-  EXPECT_EQ(rt.stats().calls, 1u);
-  ASSERT_EQ(log_.count(), 1u);
-  EXPECT_NE(log_.lines()[0].find("names no argument or output"), std::string::npos) << log_.lines()[0];
-  Result<runtime::CacheEntry> rewritten = runtime::decode_entry(testing::read_text(entry));
-  ASSERT_TRUE(rewritten);
-  EXPECT_EQ(rewritten.value().launch, good);
+  runtime::LaunchPlan good;
+  runtime::CacheEntry rewritten = rebuilt_after(
+      [&](runtime::CacheEntry& entry) {
+        good = entry.launch;
+        ASSERT_FALSE(entry.launch.buffers.empty());
+        entry.launch.buffers[0].role = runtime::BufferBinding::Role::Argument;
+        entry.launch.buffers[0].name = "no_such_tensor";
+      },
+      "names no argument or output");
+  EXPECT_EQ(rewritten.launch, good);
 }
 
 TEST_F(FakeDriver, CallerContextIsUsedAndLeftCurrent) {
