@@ -30,7 +30,7 @@ void print_launches(const Plan& plan) {
       std::cout << ", clusters of " << launch.cluster << " (split-K)";
     for (const BufferFill& fill : launch.fills)
       std::cout << ", fills " << plan.buffer(fill.buffer).name << " with " << fill.value << " first";
-    std::cout << "\n";
+    std::cout << " [" << launch.template_file << "]\n";
   }
 }
 

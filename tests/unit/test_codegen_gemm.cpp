@@ -286,13 +286,21 @@ fusion conv1x1 {
   param w : f32[70, 16, 1, 1]
   output y = conv2d(x, w)
 }
+fusion conv_wide {
+  input x : f32[N, 4, 20, 18]
+  param w : f32[80, 2, 3, 3]
+  param b : f32[80]
+  param s : f32[80, 1, 1]
+  h = conv2d(x, w, b, stride=(2, 1), padding=(1, 2), dilation=(2, 1), groups=2)
+  output y = relu(h) * s
+}
 )";
 
 TEST(CodegenGemm, ContractionsCompileSymbolicAndSpecialized) {
   FUSEGEN_SKIP_WITHOUT_NVRTC();
   for (const DimBindings& dims : {DimBindings{}, DimBindings{{"N", 130}, {"B", 3}, {"S", 5}}}) {
     std::vector<Plan> plans = plans_of(kContractions, dims);
-    ASSERT_EQ(plans.size(), 10u);
+    ASSERT_EQ(plans.size(), 11u);
     for (const Plan& plan : plans)
       ASSERT_EQ(kinds_of(plan), std::vector<KernelKind>{KernelKind::Gemm}) << plan.fusion.name;
     expect_gemm_compiles(plans, Precision::Strict, dims.empty() ? "contractions" : "contractions_dims", dims.empty());
@@ -383,14 +391,16 @@ TEST(CodegenGemm, ConvHooks) {
   GeneratedCode code = generate(plans_of(kContractions));
   // Implicit GEMM: batch = (sample, conv group), m = (oh, ow), n = channel of
   // the group, k = (c, kh, kw); A gathered along m with zero padding (a null
-  // address); gathered operands are never 16-byte vectors.
+  // address). 4 columns of depth 18 take the narrow template (one row per
+  // thread); its hooks are the same text as gemm.cu's.
   std::string conv = kernel_text(code, "conv_k0");
-  EXPECT_TRUE(contains(conv, "constexpr bool kLoadAAlongK = false;"));
-  EXPECT_TRUE(contains(conv, "constexpr bool kLoadBAlongK = true;"));
+  EXPECT_TRUE(contains(conv, "narrow_gemm_main(args);"));
+  EXPECT_EQ(constant_of(conv, "kCols"), "4") << "8 / 2 channels per group";
+  EXPECT_EQ(constant_of(conv, "kDepth"), "18") << "2 * 3 * 3";
+  EXPECT_EQ(constant_of(conv, "kASplit"), "false") << "padding: a_address() checks bounds";
+  EXPECT_EQ(constant_of(conv, "kStatsGroup"), "0");
   EXPECT_TRUE(contains(conv, "return (args.dim[0] * 2LL);")) << "batches = N * groups";
   EXPECT_TRUE(contains(conv, "return 180LL;")) << "rows = 9 * 20 output positions";
-  EXPECT_TRUE(contains(conv, "return 4LL;")) << "cols = 8 / 2 channels per group";
-  EXPECT_TRUE(contains(conv, "return 18LL;")) << "depth = 2 * 3 * 3";
   EXPECT_TRUE(contains(conv, "return (batch / 2LL) * 1440LL + (batch % 2LL) * 720LL;"));
   EXPECT_TRUE(contains(conv, "return (batch % 2LL) * 72LL;"));
   EXPECT_TRUE(contains(conv, "const int ih = oh * 2 - 1 + i * 2;"));
@@ -402,7 +412,18 @@ TEST(CodegenGemm, ConvHooks) {
   EXPECT_TRUE(contains(conv, "const long long o = (batch % 2LL) * 4LL + n;"));
   EXPECT_TRUE(contains(conv, "const float v4 = acc + args.buf[2][o];"));
   EXPECT_TRUE(contains(conv, "args.buf[3][o]")) << "scale [8, 1, 1] by channel";
-  EXPECT_EQ(variant_of(conv), "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false") << "N symbolic";
+  // 40 columns per group are past the narrow template: gemm.cu, whose
+  // gathered operands are never 16-byte vectors.
+  std::string wide = kernel_text(code, "conv_wide_k0");
+  EXPECT_TRUE(contains(wide, "gemm_main(args);"));
+  EXPECT_FALSE(contains(wide, "narrow_gemm_main"));
+  EXPECT_TRUE(contains(wide, "constexpr bool kLoadAAlongK = false;"));
+  EXPECT_TRUE(contains(wide, "constexpr bool kLoadBAlongK = true;"));
+  EXPECT_TRUE(contains(wide, "return 40LL;")) << "cols = 80 / 2 channels per group";
+  EXPECT_TRUE(contains(wide, "return 18LL;")) << "depth = 2 * 3 * 3";
+  EXPECT_TRUE(contains(wide, "return (batch % 2LL) * 720LL;"));
+  EXPECT_TRUE(contains(wide, "if (ih < 0 || ih >= 20 || iw < 0 || iw >= 18) return nullptr; // zero padding"));
+  EXPECT_EQ(variant_of(wide), "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false") << "N symbolic";
   // 1x1 kernel without padding: no tap decoding, no bounds checks; unbatched.
   // K = 16 and the weight rows are multiples of 4, still element loads.
   std::string conv1x1 = kernel_text(code, "conv1x1_k0");
@@ -421,9 +442,9 @@ TEST(CodegenGemm, LaunchGeometry) {
   // kDynamicSharedFloats floats.
   GeneratedCode code = generate(plans_of(kContractions, {{"N", 130}, {"B", 3}, {"S", 5}}));
   using G = std::array<std::optional<int64_t>, 3>;
-  auto grid = [&](size_t fusion) {
+  auto grid = [&](size_t fusion, int threads = 256) {
     const KernelLaunch& launch = launch_of(code, fusion, 0);
-    EXPECT_EQ(launch.block, 256);
+    EXPECT_EQ(launch.block, threads);
     EXPECT_TRUE(launch.fills.empty());
     return G{launch.grid[0].value, launch.grid[1].value, launch.grid[2].value};
   };
@@ -439,13 +460,18 @@ TEST(CodegenGemm, LaunchGeometry) {
   EXPECT_EQ(grid(3), (G{1, 1, 9})) << "bmm: 3 * 3 batches";
   EXPECT_EQ(block("bmm_k0"), "64x64");
   EXPECT_EQ(grid(7), (G{4, 1, 1})) << "m1: 9 slices of 8, split by 4";
+  // The narrow template: one row per thread, 128 rows per block.
+  EXPECT_EQ(grid(8, 128), (G{1, 2, 260})) << "conv: 180 positions, 130 samples * 2 groups";
+  EXPECT_EQ(launch_of(code, 8, 0).shared_bytes, 0) << "static shared memory only";
+  EXPECT_EQ(launch_of(code, 8, 0).template_file, "narrow_gemm.cu");
   // Gathered operands take 64x64 blocks: 180 positions in 3 row blocks.
-  EXPECT_EQ(grid(8), (G{1, 3, 260})) << "conv: 180 positions, 130 samples * 2 groups";
-  EXPECT_EQ(block("conv_k0"), "64x64");
+  EXPECT_EQ(grid(10), (G{1, 3, 260})) << "conv_wide: 180 positions, 130 samples * 2 groups";
+  EXPECT_EQ(block("conv_wide_k0"), "64x64");
+  EXPECT_EQ(launch_of(code, 10, 0).template_file, "gemm.cu");
   EXPECT_EQ(grid(9), (G{2, 1, 1})) << "conv1x1: 70 channels";
   EXPECT_EQ(block("conv1x1_k0"), "64x64");
   for (const char* kernel : {"lin_nobias_k0", "lin3d_k0", "lin1d_k0", "bmm_k0", "mv_k0", "vm_k0", "dot_k0", "m1_k0",
-                             "conv_k0", "conv1x1_k0"}) {
+                             "conv1x1_k0", "conv_wide_k0"}) {
     size_t fusion = 0;
     while (fusion < code.fusions.size() && "fusegen_" + std::string(kernel) != code.fusions[fusion].kernels.at(0).name)
       ++fusion;
@@ -460,11 +486,12 @@ TEST(CodegenGemm, LaunchGeometry) {
   EXPECT_FALSE(lin.grid[1].value);
   EXPECT_EQ(lin.grid[1].c,
             "((((N) + 127) / 128) < 1LL ? 1LL : ((((N) + 127) / 128) > 65535LL ? 65535LL : (((N) + 127) / 128)))");
-  EXPECT_EQ(launch_of(symbolic, 8, 0).grid[1].value, 3) << "conv: 180 positions in 64-row blocks";
+  EXPECT_EQ(launch_of(symbolic, 8, 0).grid[1].value, 2) << "conv: 180 positions in 128-row blocks";
+  EXPECT_EQ(launch_of(symbolic, 10, 0).grid[1].value, 3) << "conv_wide: 180 positions in 64-row blocks";
   EXPECT_EQ(launch_of(symbolic, 8, 0).grid[2].c,
             "(((N) * 2LL) < 1LL ? 1LL : (((N) * 2LL) > 65535LL ? 65535LL : ((N) * 2LL)))");
   expect_dynamic_shared_memory(symbolic, 0, "lin_nobias_k0");
-  expect_dynamic_shared_memory(symbolic, 8, "conv_k0");
+  expect_dynamic_shared_memory(symbolic, 10, "conv_wide_k0");
 }
 
 TEST(CodegenGemm, DeterministicAndStrictAndTf32UseDifferentInnerProducts) {
@@ -476,10 +503,12 @@ TEST(CodegenGemm, DeterministicAndStrictAndTf32UseDifferentInnerProducts) {
   // Strict precision: 3xTF32 (1); tf32 precision: plain TF32 (2); SIMT (0)
   // is never emitted.
   for (const char* kernel : {"lin_nobias_k0", "lin3d_k0", "lin1d_k0", "bmm_k0", "mv_k0", "vm_k0", "dot_k0", "m1_k0",
-                             "conv_k0", "conv1x1_k0"}) {
+                             "conv1x1_k0", "conv_wide_k0"}) {
     EXPECT_EQ(constant_of(kernel_text(strict, kernel), "kInnerProduct"), "1") << kernel << " strict";
     EXPECT_EQ(constant_of(kernel_text(tf32, kernel), "kInnerProduct"), "2") << kernel << " tf32";
   }
+  // The narrow template's fp32 FMAs serve both precisions alike.
+  EXPECT_EQ(kernel_text(strict, "conv_k0"), kernel_text(tf32, "conv_k0"));
   EXPECT_FALSE(contains(strict.source, "constexpr int kInnerProduct = 0;"));
   EXPECT_FALSE(contains(tf32.source, "constexpr int kInnerProduct = 0;"));
   // 48 columns: a 128-column block would be half empty, so tf32 takes
@@ -671,6 +700,76 @@ TEST(CodegenGemm, SplitKIsClusteredAndOnlyWhereItApplies) {
   refused = generate_cuda({plans_of(kVariants).at(0)}, forced);
   ASSERT_FALSE(refused);
   EXPECT_TRUE(contains(refused.error(), "split-K needs known extents")) << refused.error();
+}
+
+// The narrow template (templates/narrow_gemm.cu) takes a GEMM of at most 32
+// known columns and a depth of at most 128 whose output is contiguous along m
+// (conv2d's pixels), with a pointwise epilogue or partial statistics; gemm.cu
+// takes the rest, and every forced block.
+constexpr const char* kNarrow = R"(
+fusion stats {
+  input x : f32[N, 3, 32, 32]
+  param w : f32[16, 3, 3, 3]
+  param g : f32[16]
+  param b : f32[16]
+  h = conv2d(x, w)
+  output y = group_norm(h, num_groups=8, weight=g, bias=b, eps=1e-5)
+}
+fusion cols33 {
+  input x : f32[N, 3, 32, 32]
+  param w : f32[33, 3, 3, 3]
+  output y = conv2d(x, w)
+}
+fusion deep {
+  input x : f32[N, 16, 32, 32]
+  param w : f32[8, 16, 3, 3]
+  output y = conv2d(x, w)
+}
+fusion cols32 {
+  input x : f32[N, 14, 32, 32]
+  param w : f32[32, 14, 3, 3]
+  output y = conv2d(x, w, padding=1)
+}
+fusion lin {
+  input x : f32[N, 20]
+  param w : f32[16, 20]
+  output y = linear(x, w)
+}
+)";
+
+TEST(CodegenGemm, NarrowTemplateTakesFewColumnsAndShallowDepth) {
+  std::vector<Plan> plans = plans_of(kNarrow, {{"N", 128}});
+  GeneratedCode code = generate(plans);
+  auto template_of = [&](size_t fusion) { return launch_of(code, fusion, 0).template_file; };
+  EXPECT_EQ(template_of(0), "narrow_gemm.cu");
+  EXPECT_EQ(template_of(1), "gemm.cu") << "33 columns";
+  EXPECT_EQ(template_of(2), "gemm.cu") << "depth 144";
+  EXPECT_EQ(template_of(3), "narrow_gemm.cu") << "32 columns, depth 126";
+  EXPECT_EQ(template_of(4), "gemm.cu") << "linear: the output is contiguous along n";
+  // Group statistics of 2 channels per 64-row tile, the layout gemm.cu
+  // writes; no padding, so A's addresses split into row and tap offsets.
+  std::string stats = kernel_text(code, "stats_k0");
+  EXPECT_EQ(constant_of(stats, "kStatsGroup"), "2");
+  EXPECT_EQ(constant_of(stats, "kStatsRows"), "64");
+  EXPECT_EQ(constant_of(stats, "kASplit"), "true");
+  EXPECT_EQ(constant_of(stats, "kCols"), "16");
+  EXPECT_EQ(constant_of(stats, "kDepth"), "27");
+  EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, std::optional<int64_t>(8)) << "900 positions in 128-row blocks";
+  EXPECT_EQ(launch_of(code, 0, 0).grid[2].value, std::optional<int64_t>(128));
+  EXPECT_EQ(launch_of(code, 0, 0).cluster, 1);
+  EXPECT_EQ(constant_of(kernel_text(code, "cols32_k0"), "kASplit"), "false") << "padding";
+  // A forced block is gemm.cu's.
+  CodegenOptions forced;
+  forced.gemm_block = GemmBlock{64, 64, 1};
+  Result<GeneratedCode> gemm = generate_cuda({plans.at(0)}, forced);
+  ASSERT_TRUE(gemm) << gemm.error();
+  EXPECT_EQ(gemm.value().fusions.at(0).kernels.at(0).template_file, "gemm.cu");
+  // Symbolic batch: the same template, the batch grid an expression.
+  GeneratedCode symbolic = generate(plans_of(kNarrow));
+  EXPECT_EQ(launch_of(symbolic, 0, 0).template_file, "narrow_gemm.cu");
+  EXPECT_FALSE(launch_of(symbolic, 0, 0).grid[2].value);
+  FUSEGEN_SKIP_WITHOUT_NVRTC();
+  expect_gemm_compiles(plans, Precision::Strict, "narrow", /*all_archs=*/true);
 }
 
 TEST(CodegenGemm, VariantsCompile) {

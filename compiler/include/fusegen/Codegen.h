@@ -63,6 +63,7 @@ struct BufferFill {
 struct KernelLaunch {
   std::string name; // C symbol
   KernelKind kind = KernelKind::Elementwise;
+  std::string template_file; // what it was generated from, e.g. "gemm.cu"
   std::array<SizeExpr, 3> grid;
   int block = 0;            // threads per block (1-D)
   int64_t shared_bytes = 0; // dynamic shared memory

@@ -77,6 +77,7 @@ inline constexpr HookSpec kElementwiseHooks[] = {
 #include "fusegen/hooks/ColumnStatsHooks.h"
 #include "fusegen/hooks/GemmHooks.h"
 #include "fusegen/hooks/GenericReduceHooks.h"
+#include "fusegen/hooks/NarrowGemmHooks.h"
 #include "fusegen/hooks/RowReduceHooks.h"
 #include "fusegen/hooks/StatsFinalizeHooks.h"
 #include "fusegen/hooks/WindowHooks.h"
@@ -88,7 +89,8 @@ inline constexpr TemplateSpec kTemplateSpecs[] = {
     {"elementwise.cu", kElementwiseHooks},
     {"gemm.cu", kGemmHooks},
     {"generic_reduce.cu", kGenericReduceHooks},
-    {"helpers.cu", {}},  // device helpers emitted before every kernel; no hooks
+    {"helpers.cu", {}}, // device helpers emitted before every kernel; no hooks
+    {"narrow_gemm.cu", kNarrowGemmHooks},
     {"row_reduce.cu", kRowReduceHooks},
     {"stats_finalize.cu", kStatsFinalizeHooks},
     {"window.cu", kWindowHooks},

@@ -679,6 +679,46 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g)
   return v;
 }
 
+// ---- few columns: templates/narrow_gemm.cu ----
+
+constexpr int64_t kNarrowMaxCols = 32;   // column accumulators per thread
+constexpr int64_t kNarrowMaxDepth = 128; // the unrolled k loop
+constexpr int kNarrowThreads = 128;      // rows per block, two statistics tiles
+
+// The narrow template takes a GEMM whose columns and depth are known and
+// small, whose output is contiguous along m (threads on consecutive rows
+// store side by side: conv2d's pixels), and whose epilogue is pointwise ops,
+// optionally with partial statistics. A forced block is for gemm.cu.
+bool takes_narrow(const EmitContext& ctx, const GemmMapping& g, const Stages& s) {
+  if (ctx.options().gemm_block || !g.out_along_m || s.norm || s.reduce)
+    return false;
+  if (!g.launch_cols.value || *g.launch_cols.value > kNarrowMaxCols || !g.launch_depth.value ||
+      *g.launch_depth.value > kNarrowMaxDepth)
+    return false;
+  return !s.stats || *g.launch_cols.value % s.stats_group == 0;
+}
+
+KernelSource emit_narrow_gemm(const EmitContext& ctx, const GemmMapping& g, const Stages& s,
+                              const std::map<std::string, std::string>& shared_hooks) {
+  KernelSource source;
+  source.template_file = "narrow_gemm.cu";
+  auto& hooks = source.hooks;
+  hooks["threads"] = constant_hook("kThreads", kNarrowThreads);
+  hooks["cols"] = constant_hook("kCols", *g.launch_cols.value);
+  hooks["depth"] = constant_hook("kDepth", *g.launch_depth.value);
+  hooks["stats_group"] = constant_hook("kStatsGroup", s.stats_group);
+  hooks["stats_rows"] = constant_hook("kStatsRows", kTile);
+  hooks["a_split"] = bool_hook("kASplit", g.a_depth_table > 0);
+  for (const char* name : {"rows", "batches", "a_offset", "b_offset", "a_address", "b_address", "a_row",
+                           "a_depth_offset", "epilogue", "stats_slot"})
+    hooks[name] = shared_hooks.at(name);
+  hooks["entry"] = entry_hook(ctx, "kThreads", "narrow_gemm_main(args);");
+  source.launch.grid = {ctx.constant(1), grid_stride_blocks(ctx, g.launch_rows, kNarrowThreads, kMaxGridYZ),
+                        grid_stride_blocks(ctx, g.launch_batches, 1, kMaxGridYZ)};
+  source.launch.block = kNarrowThreads;
+  return source;
+}
+
 } // namespace
 
 Result<KernelSource> emit_gemm(const EmitContext& ctx) {
@@ -718,9 +758,30 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   Params norm_params = value_params;
   norm_params.list.push_back({"float", "normalized"});
 
+  // Hooks both templates declare alike.
+  std::map<std::string, std::string> shared_hooks;
+  shared_hooks["rows"] = hook("long long", "gemm_rows", args, returns(g.rows));
+  shared_hooks["batches"] = hook("long long", "gemm_batches", args, returns(g.batches));
+  shared_hooks["a_offset"] = hook("long long", "a_offset", batch_args, g.a_offset);
+  shared_hooks["b_offset"] = hook("long long", "b_offset", batch_args, g.b_offset);
+  shared_hooks["a_address"] = hook("const float*", "a_address", element("a_base", "m", "k"), g.a_address);
+  shared_hooks["b_address"] = hook("const float*", "b_address", element("b_base", "k", "n"), g.b_address);
+  // Without a depth table neither template calls a_row / a_depth_offset.
+  shared_hooks["a_row"] = hook("const float*", "a_row",
+                               Params{{{"const FusegenArgs&", "args"}, {"long long", "a_base"}, {"long long", "m"}}},
+                               g.a_depth_table > 0 ? g.a_row : returns("nullptr"));
+  shared_hooks["a_depth_offset"] =
+      hook("int", "a_depth_offset", batch_args_k, g.a_depth_table > 0 ? g.a_depth_offset : returns("0"));
+  shared_hooks["epilogue"] = hook("float", "epilogue", epilogue_params, epilogue_body(ctx, g, s));
+  shared_hooks["stats_slot"] =
+      hook("float*", "stats_slot", element("batch", "row_tile", "n"), stats_slot_body(ctx, g, s));
+  if (takes_narrow(ctx, g, s))
+    return emit_narrow_gemm(ctx, g, s, shared_hooks);
+
   KernelSource source;
   source.template_file = "gemm.cu";
   auto& hooks = source.hooks;
+  hooks.insert(shared_hooks.begin(), shared_hooks.end());
   hooks["tile_m"] = constant_hook("kTileM", kTile);
   hooks["tile_n"] = constant_hook("kTileN", kTile);
   Result<GemmVariant> chosen = choose_variant(ctx, g);
@@ -734,13 +795,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["inner_product"] = constant_hook("kInnerProduct", variant.inner_product);
   hooks["stages"] = constant_hook("kStages", variant.stages);
   hooks["split_k"] = constant_hook("kSplitK", variant.split_k);
-  // Without a depth table the template never calls a_row / a_depth_offset.
   hooks["a_depth_table"] = constant_hook("kADepthTable", static_cast<int>(g.a_depth_table));
-  hooks["a_row"] = hook("const float*", "a_row",
-                        Params{{{"const FusegenArgs&", "args"}, {"long long", "a_base"}, {"long long", "m"}}},
-                        g.a_depth_table > 0 ? g.a_row : returns("nullptr"));
-  hooks["a_depth_offset"] = hook("int", "a_depth_offset", batch_args_k,
-                                 g.a_depth_table > 0 ? g.a_depth_offset : returns("0"));
   hooks["a_vector"] = bool_hook("kAVector", g.a_vector);
   hooks["b_vector"] = bool_hook("kBVector", g.b_vector);
   hooks["shared_floats"] = constant_hook("kDynamicSharedFloats", static_cast<int>(variant.shared_floats()));
@@ -751,17 +806,9 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["norm_eps"] = "constexpr float kNormEps = " + eps + ";";
   hooks["stats_group"] = constant_hook("kStatsGroup", s.stats_group);
   hooks["row_reduce"] = constant_hook("kRowReduce", static_cast<int>(s.row_reduce));
-  hooks["rows"] = hook("long long", "gemm_rows", args, returns(g.rows));
   hooks["cols"] = hook("long long", "gemm_cols", args, returns(g.cols));
   hooks["depth"] = hook("long long", "gemm_depth", args, returns(g.depth));
-  hooks["batches"] = hook("long long", "gemm_batches", args, returns(g.batches));
-  hooks["a_offset"] = hook("long long", "a_offset", batch_args, g.a_offset);
-  hooks["b_offset"] = hook("long long", "b_offset", batch_args, g.b_offset);
-  hooks["a_address"] = hook("const float*", "a_address", element("a_base", "m", "k"), g.a_address);
-  hooks["b_address"] = hook("const float*", "b_address", element("b_base", "k", "n"), g.b_address);
-  hooks["epilogue"] = hook("float", "epilogue", epilogue_params, epilogue_body(ctx, g, s));
   hooks["norm_apply"] = hook("float", "norm_apply", norm_params, norm_apply_body(ctx, s));
-  hooks["stats_slot"] = hook("float*", "stats_slot", element("batch", "row_tile", "n"), stats_slot_body(ctx, g, s));
   Params row_params = batch_args;
   row_params.list.push_back({"long long", "m"});
   hooks["reduce_slot"] = hook("float*", "reduce_slot", row_params, reduce_slot_body(ctx, s));

@@ -231,6 +231,7 @@ Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const Codege
         return Error{"fusion '" + fusion.name + "', kernel " + ctx.kernel_name() + ": " + kernel.error()};
       kernel.value().launch.name = ctx.kernel_name();
       kernel.value().launch.kind = plan.kernels[k].kind;
+      kernel.value().launch.template_file = kernel.value().template_file;
       Result<std::string> text = instantiate(kernel.value(), ctx.kernel_name());
       if (!text)
         return Error{text.error()};

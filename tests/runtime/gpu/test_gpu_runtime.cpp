@@ -257,6 +257,73 @@ fusion split_norm {
   EXPECT_EQ(log_.count(), 0u);
 }
 
+// conv2d with few output channels runs on the narrow template (one row per
+// thread); with more it runs on gemm.cu. Both against the reference, in both
+// precisions, with partial row blocks and statistics tiles (99 and 130
+// positions), padding, stride, dilation and conv groups, a column count that
+// is not a multiple of 4, and group_norm statistics from either template.
+TEST_F(GpuRuntime, ConvOnEitherTemplateMatchesTheReference) {
+  const std::string text = R"(
+fusion narrow_padded {
+  input x : f32[N, 4, 20, 18]
+  param w : f32[6, 2, 3, 3]
+  param b : f32[6]
+  param s : f32[6, 1, 1]
+  h = conv2d(x, w, b, stride=(2, 1), padding=(1, 2), dilation=(2, 1), groups=2)
+  output y = relu(h) * s
+}
+fusion narrow_stats {
+  input x : f32[N, 4, 12, 15]
+  param w : f32[8, 2, 3, 3]
+  param b : f32[8]
+  param g : f32[8]
+  param beta : f32[8]
+  h = conv2d(x, w, b, groups=2)
+  h = group_norm(h, num_groups=4, weight=g, bias=beta, eps=1e-5)
+  output y = clamp(max_pool2d(h * 2.0, kernel_size=2), min=-1.0, max=1.0)
+}
+fusion wide_stats {
+  input x : f32[N, 3, 9, 11]
+  param w : f32[40, 3, 3, 3]
+  param g : f32[40]
+  param beta : f32[40]
+  h = conv2d(x, w, padding=1)
+  output y = group_norm(h, num_groups=10, weight=g, bias=beta, eps=1e-5)
+}
+)";
+  const std::map<std::string, std::string> expected_template = {
+      {"narrow_padded", "narrow_gemm.cu"}, {"narrow_stats", "narrow_gemm.cu"}, {"wide_stats", "gemm.cu"}};
+  auto module = testing::load_module(text, "conv.fg");
+  ASSERT_TRUE(module);
+  for (Precision precision : {Precision::Strict, Precision::TF32}) {
+    RuntimeOptions o = options();
+    o.precision = precision;
+    Runtime rt(0, o);
+    Program program = rt.load_string(text, "conv.fg");
+    const double tol = precision == Precision::TF32 ? 1e-2 : 1e-4;
+    for (const Fusion& fusion : module->module.fusions)
+      for (int64_t n : {1, 7, 130}) {
+        SCOPED_TRACE(fusion.name + " N=" + std::to_string(n) + " " + precision_name(precision));
+        Diagnostics diags;
+        std::optional<Fusion> c = specialize(fusion, {{"N", n}}, diags);
+        ASSERT_TRUE(c) << diags.render(module->sources);
+        CodegenOptions codegen;
+        codegen.precision = precision;
+        Result<GeneratedCode> code = generate_cuda({plan_fusion(*c)}, codegen);
+        ASSERT_TRUE(code) << code.error();
+        EXPECT_EQ(code.value().fusions.at(0).kernels.at(0).template_file, expected_template.at(fusion.name));
+        std::map<std::string, HostTensor> inputs = make_random_arguments(*c, 11);
+        Result<InterpreterResult> want = interpret(fusion, inputs);
+        ASSERT_TRUE(want) << want.error();
+        testing::DeviceResult got = testing::run_on_device(rt, program.function(fusion.name), *c, inputs);
+        testing::Comparison cmp =
+            testing::compare_to_reference(got.outputs.at("y"), want.value().outputs.at("y"), tol, tol);
+        EXPECT_EQ(cmp.mismatches, 0u) << cmp.summary();
+      }
+  }
+  EXPECT_EQ(log_.count(), 0u);
+}
+
 TEST_F(GpuRuntime, WarmedCacheServesAFreshRuntime) {
   {
     Runtime rt(0, options());
