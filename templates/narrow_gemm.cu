@@ -28,7 +28,7 @@
 //
 // Hook contract (checked by fusegen-template-tool against hooks/NarrowGemmHooks.h):
 //   "threads"       constexpr int kThreads     rows (threads) per block, a multiple of kStatsRows
-//   "cols"          constexpr int kCols        N (1..32)
+//   "cols"          constexpr int kCols        N (1..64)
 //   "depth"         constexpr int kDepth       K (1..128)
 //   "stats_group"   constexpr int kStatsGroup  0, or S of the partial statistics (divides kCols)
 //   "stats_rows"    constexpr int kStatsRows   rows of a statistics tile (a multiple of 32)
@@ -131,7 +131,7 @@ __device__ __forceinline__ float* stats_slot(const FusegenArgs& args, long long 
 
 // ---- geometry ----
 
-static_assert(kCols >= 1 && kCols <= 32, "a thread keeps at most 32 column accumulators");
+static_assert(kCols >= 1 && kCols <= 64, "a thread keeps at most 64 column accumulators");
 static_assert(kDepth >= 1 && kDepth <= 128, "the k loop is unrolled: at most 128 deep");
 static_assert(kStatsRows % 32 == 0 && kThreads % kStatsRows == 0 && kThreads <= 1024,
               "a block is whole statistics tiles of whole warps");

@@ -288,9 +288,9 @@ fusion conv1x1 {
 }
 fusion conv_wide {
   input x : f32[N, 4, 20, 18]
-  param w : f32[80, 2, 3, 3]
-  param b : f32[80]
-  param s : f32[80, 1, 1]
+  param w : f32[144, 2, 3, 3]
+  param b : f32[144]
+  param s : f32[144, 1, 1]
   h = conv2d(x, w, b, stride=(2, 1), padding=(1, 2), dilation=(2, 1), groups=2)
   output y = relu(h) * s
 }
@@ -412,16 +412,16 @@ TEST(CodegenGemm, ConvHooks) {
   EXPECT_TRUE(contains(conv, "const long long o = (batch % 2LL) * 4LL + n;"));
   EXPECT_TRUE(contains(conv, "const float v4 = acc + args.buf[2][o];"));
   EXPECT_TRUE(contains(conv, "args.buf[3][o]")) << "scale [8, 1, 1] by channel";
-  // 40 columns per group are past the narrow template: gemm.cu, whose
+  // 72 columns per group are past the narrow template: gemm.cu, whose
   // gathered operands are never 16-byte vectors.
   std::string wide = kernel_text(code, "conv_wide_k0");
   EXPECT_TRUE(contains(wide, "gemm_main(args);"));
   EXPECT_FALSE(contains(wide, "narrow_gemm_main"));
   EXPECT_TRUE(contains(wide, "constexpr bool kLoadAAlongK = false;"));
   EXPECT_TRUE(contains(wide, "constexpr bool kLoadBAlongK = true;"));
-  EXPECT_TRUE(contains(wide, "return 40LL;")) << "cols = 80 / 2 channels per group";
+  EXPECT_TRUE(contains(wide, "return 72LL;")) << "cols = 144 / 2 channels per group";
   EXPECT_TRUE(contains(wide, "return 18LL;")) << "depth = 2 * 3 * 3";
-  EXPECT_TRUE(contains(wide, "return (batch % 2LL) * 720LL;"));
+  EXPECT_TRUE(contains(wide, "return (batch % 2LL) * 1296LL;"));
   EXPECT_TRUE(contains(wide, "if (ih < 0 || ih >= 20 || iw < 0 || iw >= 18) return nullptr; // zero padding"));
   EXPECT_EQ(variant_of(wide), "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false") << "N symbolic";
   // 1x1 kernel without padding: no tap decoding, no bounds checks; unbatched.
@@ -465,7 +465,7 @@ TEST(CodegenGemm, LaunchGeometry) {
   EXPECT_EQ(launch_of(code, 8, 0).shared_bytes, 0) << "static shared memory only";
   EXPECT_EQ(launch_of(code, 8, 0).template_file, "narrow_gemm.cu");
   // Gathered operands take 64x64 blocks: 180 positions in 3 row blocks.
-  EXPECT_EQ(grid(10), (G{1, 3, 260})) << "conv_wide: 180 positions, 130 samples * 2 groups";
+  EXPECT_EQ(grid(10), (G{2, 3, 260})) << "conv_wide: 72 channels, 180 positions, 130 samples * 2 groups";
   EXPECT_EQ(block("conv_wide_k0"), "64x64");
   EXPECT_EQ(launch_of(code, 10, 0).template_file, "gemm.cu");
   EXPECT_EQ(grid(9), (G{2, 1, 1})) << "conv1x1: 70 channels";
@@ -558,8 +558,8 @@ fusion mm {
   output y = matmul(a, b)
 }
 fusion conv64 {
-  input x : f32[N, 8, 34, 34]
-  param w : f32[64, 8, 3, 3]
+  input x : f32[N, 16, 34, 34]
+  param w : f32[64, 16, 3, 3]
   output y = conv2d(x, w)
 }
 )";
@@ -644,8 +644,8 @@ TEST(CodegenGemm, VariantChoice) {
   // so 64x64. Still too few blocks: split-K, the largest split that keeps
   // the launch within 132 blocks and two slices per block: `big` (16
   // blocks, 32 slices) splits by 8 into clusters along x, `mm` (8 blocks, 8
-  // slices) by 4, one conv sample (16 blocks, 9 slices of 8) by 4; `k10` has
-  // 2 slices, too few to split.
+  // slices) by 4, one conv sample (16 blocks, 18 slices of 8) by 8; `k10`
+  // has 2 slices, too few to split.
   expect_variants({{"N", 64}}, P::Strict,
                   {{"big_k0", "inner 1, block 64x64, tile_k 32, stages 4, vectors true/true, split 8", {128, 1, 1}},
                    {"k10_k0", "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false", {8, 1, 1}},
@@ -656,7 +656,7 @@ TEST(CodegenGemm, VariantChoice) {
       {{"big_k0", "inner 2, block 64x64, tile_k 32, stages 5, vectors true/true, split 8", {128, 1, 1}},
        {"k10_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {8, 1, 1}},
        {"mm_k0", "inner 2, block 64x64, tile_k 32, stages 2, vectors true/true, split 4", {32, 1, 1}},
-       {"conv64_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false, split 4", {4, 16, 1}}});
+       {"conv64_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false, split 8", {8, 16, 1}}});
 }
 
 TEST(CodegenGemm, SplitKIsClusteredAndOnlyWhereItApplies) {
@@ -702,10 +702,10 @@ TEST(CodegenGemm, SplitKIsClusteredAndOnlyWhereItApplies) {
   EXPECT_TRUE(contains(refused.error(), "split-K needs known extents")) << refused.error();
 }
 
-// The narrow template (templates/narrow_gemm.cu) takes a GEMM of at most 32
-// known columns and a depth of at most 128 whose output is contiguous along m
-// (conv2d's pixels), with a pointwise epilogue or partial statistics; gemm.cu
-// takes the rest, and every forced block.
+// The narrow template (templates/narrow_gemm.cu) takes a GEMM of at most 64
+// known columns (32 in tf32 precision) and a depth of at most 128 whose
+// output is contiguous along m (conv2d's pixels), with a pointwise epilogue
+// or partial statistics; gemm.cu takes the rest, and every forced block.
 constexpr const char* kNarrow = R"(
 fusion stats {
   input x : f32[N, 3, 32, 32]
@@ -718,6 +718,11 @@ fusion stats {
 fusion cols33 {
   input x : f32[N, 3, 32, 32]
   param w : f32[33, 3, 3, 3]
+  output y = conv2d(x, w)
+}
+fusion cols65 {
+  input x : f32[N, 3, 32, 32]
+  param w : f32[65, 3, 3, 3]
   output y = conv2d(x, w)
 }
 fusion deep {
@@ -742,10 +747,15 @@ TEST(CodegenGemm, NarrowTemplateTakesFewColumnsAndShallowDepth) {
   GeneratedCode code = generate(plans);
   auto template_of = [&](size_t fusion) { return launch_of(code, fusion, 0).template_file; };
   EXPECT_EQ(template_of(0), "narrow_gemm.cu");
-  EXPECT_EQ(template_of(1), "gemm.cu") << "33 columns";
-  EXPECT_EQ(template_of(2), "gemm.cu") << "depth 144";
-  EXPECT_EQ(template_of(3), "narrow_gemm.cu") << "32 columns, depth 126";
-  EXPECT_EQ(template_of(4), "gemm.cu") << "linear: the output is contiguous along n";
+  EXPECT_EQ(template_of(1), "narrow_gemm.cu") << "33 columns, strict";
+  EXPECT_EQ(template_of(2), "gemm.cu") << "65 columns";
+  EXPECT_EQ(template_of(3), "gemm.cu") << "depth 144";
+  EXPECT_EQ(template_of(4), "narrow_gemm.cu") << "32 columns, depth 126";
+  EXPECT_EQ(template_of(5), "gemm.cu") << "linear: the output is contiguous along n";
+  // tf32: past 32 columns the tensor cores' single product is faster.
+  GeneratedCode tf32 = generate(plans, Precision::TF32);
+  EXPECT_EQ(launch_of(tf32, 1, 0).template_file, "gemm.cu") << "33 columns, tf32";
+  EXPECT_EQ(launch_of(tf32, 4, 0).template_file, "narrow_gemm.cu") << "32 columns, tf32";
   // Group statistics of 2 channels per 64-row tile, the layout gemm.cu
   // writes; no padding, so A's addresses split into row and tap offsets.
   std::string stats = kernel_text(code, "stats_k0");
@@ -758,6 +768,7 @@ TEST(CodegenGemm, NarrowTemplateTakesFewColumnsAndShallowDepth) {
   EXPECT_EQ(launch_of(code, 0, 0).grid[2].value, std::optional<int64_t>(128));
   EXPECT_EQ(launch_of(code, 0, 0).cluster, 1);
   EXPECT_EQ(constant_of(kernel_text(code, "cols32_k0"), "kASplit"), "false") << "padding";
+  EXPECT_EQ(constant_of(kernel_text(code, "cols33_k0"), "kCols"), "33");
   // A forced block is gemm.cu's.
   CodegenOptions forced;
   forced.gemm_block = GemmBlock{64, 64, 1};
@@ -969,11 +980,19 @@ TEST(CodegenGemm, KernelBenchSpecs) {
   EXPECT_EQ(launch_of(code, 0, 0).grid[0].value, 32);
   EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, 8);
   expect_dynamic_shared_memory(code, 0, "gemm_groupnorm_min_biasadd_k0");
-  code = generate(plans_of(read_file(root + "85_conv2d_groupnorm_scale_maxpool_clamp.fg"), {{"N", 128}}));
+  // 64 output channels of depth 72: the narrow template in strict precision
+  // (128 rows per block), gemm.cu in tf32; partials per 64-row tile in both.
+  const std::string spec85 = read_file(root + "85_conv2d_groupnorm_scale_maxpool_clamp.fg");
+  code = generate(plans_of(spec85, {{"N", 128}}));
+  std::string narrow = kernel_text(code, "conv2d_groupnorm_scale_maxpool_clamp_k0");
+  EXPECT_EQ(constant_of(narrow, "kStatsGroup"), "4");
+  EXPECT_EQ(constant_of(narrow, "kCols"), "64");
+  EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, 125) << "126 * 126 positions in 128-row blocks";
+  EXPECT_TRUE(contains(narrow, ") * 249LL + row_tile) * 3;")) << "ceil(126 * 126 / 64) = 249 row tiles";
+  code = generate(plans_of(spec85, {{"N", 128}}), Precision::TF32);
   std::string conv = kernel_text(code, "conv2d_groupnorm_scale_maxpool_clamp_k0");
   EXPECT_TRUE(contains(conv, "constexpr int kStatsGroup = 4;"));
-  // 64 output channels: 128x64 blocks (statistics partials stay per 64-row tile).
-  EXPECT_EQ(variant_of(conv), "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false");
+  EXPECT_EQ(variant_of(conv), "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false");
   EXPECT_EQ(launch_of(code, 0, 0).grid[0].value, 1) << "64 channels";
   EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, 249) << "126 * 126 positions in 64-row blocks";
   EXPECT_EQ(launch_of(code, 0, 0).grid[2].value, 128) << "samples";

@@ -681,7 +681,11 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g)
 
 // ---- few columns: templates/narrow_gemm.cu ----
 
-constexpr int64_t kNarrowMaxCols = 32;   // column accumulators per thread
+// Column accumulators per thread. Up to 32 columns the narrow kernel beats
+// gemm.cu in both precisions; from 33 to 64 only 3xTF32's (chain 85 v0.1,
+// 64 channels: strict 1.32 -> 1.22 ms, tf32 1.16 -> 1.22 ms; NOTES v17).
+constexpr int64_t kNarrowMaxCols = 64;
+constexpr int64_t kNarrowMaxColsTf32 = 32;
 constexpr int64_t kNarrowMaxDepth = 128; // the unrolled k loop
 constexpr int kNarrowThreads = 128;      // rows per block, two statistics tiles
 
@@ -692,7 +696,8 @@ constexpr int kNarrowThreads = 128;      // rows per block, two statistics tiles
 bool takes_narrow(const EmitContext& ctx, const GemmMapping& g, const Stages& s) {
   if (ctx.options().gemm_block || !g.out_along_m || s.norm || s.reduce)
     return false;
-  if (!g.launch_cols.value || *g.launch_cols.value > kNarrowMaxCols || !g.launch_depth.value ||
+  const int64_t max_cols = ctx.precision() == Precision::TF32 ? kNarrowMaxColsTf32 : kNarrowMaxCols;
+  if (!g.launch_cols.value || *g.launch_cols.value > max_cols || !g.launch_depth.value ||
       *g.launch_depth.value > kNarrowMaxDepth)
     return false;
   return !s.stats || *g.launch_cols.value % s.stats_group == 0;
