@@ -152,14 +152,31 @@ __device__ __forceinline__ void narrow_load_b(const FusegenArgs& args, float* b_
   }
 }
 
+// The k loop is unrolled whole when its body is small, so that k is a
+// constant and A's offsets fold into the loads; a 64-column body unrolled 72
+// times took ptxas seconds (NVRTC's cold compile of chain 85 v0.1: 3.9 s),
+// so large bodies unroll by 4 and read A's offsets from a table in shared
+// memory, filled once per block.
+constexpr bool kWholeUnroll = kColsPadded * kDepth <= 1024;
+constexpr int kDepthUnroll = kWholeUnroll ? kDepth : 4;
+constexpr bool kOffsetTable = kASplit && !kWholeUnroll;
+
+__device__ __forceinline__ void narrow_fill_offsets(const FusegenArgs& args, int* offsets) {
+  if constexpr (kOffsetTable)
+    for (int k = threadIdx.x; k < kDepth; k += kThreads)
+      offsets[k] = a_depth_offset(args, k);
+}
+
 // acc[n] = sum_k A(m, k) * B(k, n), in increasing k.
-__device__ __forceinline__ void narrow_accumulate(const FusegenArgs& args, const float* b_shared, long long a_base,
-                                                  long long m, float (&acc)[kColsPadded]) {
+__device__ __forceinline__ void narrow_accumulate(const FusegenArgs& args, const float* b_shared, const int* offsets,
+                                                  long long a_base, long long m, float (&acc)[kColsPadded]) {
   const float* row = kASplit ? a_row(args, a_base, m) : nullptr;
-#pragma unroll
+#pragma unroll(kDepthUnroll)
   for (int k = 0; k < kDepth; ++k) {
     float a;
-    if constexpr (kASplit) {
+    if constexpr (kOffsetTable) {
+      a = __ldg(row + offsets[k]);
+    } else if constexpr (kASplit) {
       a = __ldg(row + a_depth_offset(args, k));
     } else {
       const float* p = a_address(args, a_base, m, k);
@@ -256,6 +273,8 @@ __device__ __forceinline__ void narrow_statistics(const FusegenArgs& args, float
 __device__ __forceinline__ void narrow_gemm_main(const FusegenArgs& args) {
   __shared__ __align__(16) float b_shared[kDepth * kColsPadded];
   __shared__ float scratch[kWarps][kStatsGroups];
+  __shared__ int offsets[kOffsetTable ? kDepth : 1];
+  narrow_fill_offsets(args, offsets); // read after the first barrier below
   const long long rows = gemm_rows(args), batches = gemm_batches(args);
   const long long row_blocks = (rows + kThreads - 1) / kThreads;
   for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z) {
@@ -268,7 +287,7 @@ __device__ __forceinline__ void narrow_gemm_main(const FusegenArgs& args) {
       const bool valid = m < rows;
       float acc[kColsPadded] = {};
       if (valid) {
-        narrow_accumulate(args, b_shared, a_base, m, acc);
+        narrow_accumulate(args, b_shared, offsets, a_base, m, acc);
 #pragma unroll
         for (int n = 0; n < kCols; ++n)
           acc[n] = epilogue(args, batch, m, n, acc[n]);
