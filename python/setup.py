@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 from setuptools.dist import Distribution
 
@@ -74,4 +74,9 @@ class BinaryDistribution(Distribution):
         return True
 
 
-setup(cmdclass={"build_py": BuildWithLibrary}, distclass=BinaryDistribution)
+# The call path's torch branch in C. Optional: without a compiler or Python's
+# headers the package still works, through ctypes (fusegen/_function.py).
+FASTCALL = Extension("fusegen._fastcall", sources=["fusegen/_fastcall.c"],
+                     include_dirs=[os.path.join(REPO, "runtime", "include")], optional=True)
+
+setup(cmdclass={"build_py": BuildWithLibrary}, distclass=BinaryDistribution, ext_modules=[FASTCALL])

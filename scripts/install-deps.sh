@@ -5,6 +5,8 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ make python3
+  # The Python package's C call path (python/fusegen/_fastcall.c).
+  python3-dev
   libgtest-dev googletest
   # Build-time only: the Clang LibTooling template tool.
   clang-14 libclang-14-dev libclang-cpp14-dev llvm-14-dev

@@ -4,10 +4,15 @@ The call path is kept lean (issue 6 measures host overhead per call): the
 argument order is fixed once per function, and per tuple of argument shapes a
 `_Plan` keeps the ctypes arrays (names, shapes, ranks) and the output shapes,
 so a repeated call only checks each tensor, fills data pointers and calls C.
+Where the package was built with its C extension (_fastcall.c), that common
+case for torch tensors runs in C, and everything else comes back here.
 """
 
 import collections
 import ctypes
+import importlib.machinery
+import importlib.util
+import os
 
 from . import _tensors
 from ._errors import ArgumentError
@@ -24,7 +29,7 @@ _MAX_PLANS = 256  # shape tuples kept per function; a workload with more starts 
 class _Plan:
     """The ctypes side of one call shape: everything but the data pointers."""
 
-    __slots__ = ("args", "arg_slots", "outs", "out_slots", "out_shapes", "keep")
+    __slots__ = ("args", "arg_slots", "outs", "out_slots", "out_shapes", "keep", "fast")
 
     def __init__(self, args, outs, out_shapes, keep):
         self.args = args
@@ -33,6 +38,39 @@ class _Plan:
         self.out_slots = list(outs)
         self.out_shapes = out_shapes
         self.keep = keep  # shape arrays the structs point to
+        # What the C call path (_fastcall.c) reads: the arrays' addresses and the output shapes.
+        self.fast = (ctypes.addressof(args), ctypes.addressof(outs), tuple(tuple(s) for s in out_shapes))
+
+
+_fastcall = None  # the module, False where it cannot be loaded; see _load_fastcall
+
+
+def _load_fastcall():
+    """fusegen._fastcall (the call path's torch branch in C, built with the package), or
+    False where it was not built. FUSEGEN_FASTCALL=<file> loads it from a file (the
+    build tree's tests do); FUSEGEN_FASTCALL=0 leaves it off (for comparisons)."""
+    global _fastcall
+    if _fastcall is None:
+        where = os.environ.get("FUSEGEN_FASTCALL", "")
+        if where == "0":
+            _fastcall = False
+        elif where:  # asked for by path: failing to load it is an error, not a fallback
+            loader = importlib.machinery.ExtensionFileLoader("fusegen._fastcall", where)
+            spec = importlib.util.spec_from_file_location("fusegen._fastcall", where, loader=loader)
+            module = importlib.util.module_from_spec(spec)
+            loader.exec_module(module)
+            _fastcall = module
+        else:
+            try:
+                from . import _fastcall as module
+                _fastcall = module
+            except ImportError:
+                _fastcall = False
+    return _fastcall
+
+
+def _raise_status(lib, status):
+    raise last_error(lib, status)
 
 
 def _stream_handle(stream):
@@ -79,6 +117,7 @@ class Function:
         self._plans = {}
         self._c_call = lib.function_call_unconverted  # see _library._declare: arguments typed here
         self._torch_device = None
+        self._fast = None  # the C call path (a _fastcall.Caller), False without it; see _make_fast
 
     def __repr__(self):
         return "<fusegen.Function %s>" % self.signature
@@ -105,6 +144,12 @@ class Function:
         """Like f(**tensors, out=out), with an explicit `stream` (an int handle or a
         torch/CuPy stream; by default torch's current stream when torch tensors are
         involved, else the legacy default stream)."""
+        if stream is None:
+            fast = self._fast if self._fast is not None else self._make_fast()
+            if fast:
+                result = fast(tensors, out)  # NotImplemented: not the common case, see below
+                if result is not NotImplemented:
+                    return result
         if len(tensors) != self._n_args:
             raise self._names_error(tensors)
         Tensor_ = _tensors.TorchTensor or _tensors.torch_tensor_type()
@@ -168,6 +213,23 @@ class Function:
                 self._plans.clear()
             self._plans[key] = plan
         return results[0] if self._n_outs == 1 else tuple(results)
+
+    def _make_fast(self):
+        """The C call path for torch tensors once torch is loaded; False without the
+        extension (decided once), None while torch is not loaded (asked again)."""
+        if _tensors.torch_tensor_type() is None:
+            return None
+        module = _load_fastcall()
+        if not module:
+            self._fast = False
+            return False
+        self._fast = module.Caller(
+            call_address=ctypes.cast(self._c_call, ctypes.c_void_p).value, function=self._handle.value,
+            names=self.argument_names, out_names=self.output_names, plans=self._plans, device=self._device,
+            tensor_type=_tensors.TorchTensor, float32=_tensors.float32, raw_stream=_tensors.raw_stream,
+            empty=_tensors.empty, torch_device=self._torch_device or self._make_torch_device(),
+            raise_status=lambda status, lib=self._lib: _raise_status(lib, status))
+        return self._fast
 
     def _make_torch_device(self):
         import torch

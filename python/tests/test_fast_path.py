@@ -9,6 +9,7 @@ path's messages. Skipped when $FUSEGEN_FAKE_CUDA is not set."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -81,25 +82,60 @@ def error(**kwargs):
     except fusegen.ArgumentError as e:
         return str(e)
     return "no error"
+null = Tensor((4, 16))
+null._ptr = 0  # known shapes, so the C path takes it to the library, whose error must read the same
+try:
+    f(a=a, b=null)
+    results["null_pointer"] = "no error"
+except fusegen.Error as e:
+    results["null_pointer"] = "%s: %s" % (type(e).__name__, e)
+two = f(a=a, b=b), f(a=a, b=b)
+results["fresh_outputs"] = two[0] is not two[1]
 results["wrong_out_shape"] = error(a=a, b=b, out={"y": Tensor((4, 15))})
 results["wrong_out_dtype"] = error(a=a, b=b, out={"y": Tensor((4, 16), torch.float16)})
 results["unknown_out"] = error(a=a, b=b, out={"z": out})
 results["wrong_arg_shape"] = error(a=a, b=Tensor((5, 16)))
 results["stats"] = rt.stats()
+results["c_calls"] = f._fast.taken if f._fast else None
 print(json.dumps(results))
 '''
 
 
 @support.requires_library
 class FastPathTest(unittest.TestCase):
-    def test_torch_fast_paths_on_the_fake_driver(self):
+    def run_child(self, fastcall):
+        """The child's results, with FUSEGEN_FASTCALL set to `fastcall` ('0': the ctypes path)."""
         fake = os.environ.get("FUSEGEN_FAKE_CUDA")
         if not fake:
             self.skipTest("skipped: FUSEGEN_FAKE_CUDA (the fake driver of the runtime tests) is not set")
-        done = subprocess.run([sys.executable, "-c", CHILD, fake, support.PYTHON, support.CACHE_DIR],
+        env = dict(os.environ, FUSEGEN_FASTCALL=fastcall)
+        done = subprocess.run([sys.executable, "-c", CHILD, fake, support.PYTHON, support.CACHE_DIR], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
         self.assertEqual(done.returncode, 0, done.stderr)
-        r = json.loads(done.stdout.strip().splitlines()[-1])
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    def test_torch_fast_paths_on_the_fake_driver(self):
+        self.check(self.run_child("0"))
+
+    def test_the_c_call_path_behaves_as_the_python_one(self):
+        # ctest builds the extension and names it in FUSEGEN_FASTCALL (tests/python/CMakeLists.txt).
+        fastcall = os.environ.get("FUSEGEN_FASTCALL")
+        if not fastcall or fastcall == "0":
+            self.skipTest("skipped: FUSEGEN_FASTCALL does not name the built C call path")
+        by_c, by_python = self.run_child(fastcall), self.run_child("0")
+        self.check(by_c)
+        # The calls that fit ran in C: all six good calls on the current stream after
+        # the first (which built the plan); the explicit stream= call, the null
+        # pointer (refused by the library) and the bad ones did not.
+        self.assertEqual(by_c.pop("c_calls"), 6)
+        self.assertIsNone(by_python.pop("c_calls"))
+        # The second child finds the first one's kernels on disk: compare launches only.
+        self.assertEqual(by_c.pop("stats")["calls"], by_python.pop("stats")["calls"])
+        # The same messages, but for the stand-in dtype's address in one.
+        self.assertEqual(json.loads(re.sub("0x[0-9a-f]+", "0x..", json.dumps(by_c))),
+                         json.loads(re.sub("0x[0-9a-f]+", "0x..", json.dumps(by_python))))
+
+    def check(self, r):
         self.assertEqual(r["allocated_shape"], [4, 16])
         self.assertTrue(r["out_is_returned"])
         self.assertIn("output 'y' has shape [4, 15]; for these arguments it is [4, 16]", r["wrong_out_shape"])
@@ -107,7 +143,9 @@ class FastPathTest(unittest.TestCase):
         self.assertIn("out= must give exactly the outputs y (missing y; unknown 'z')", r["unknown_out"])
         self.assertIn("dim N is bound two ways", r["wrong_arg_shape"])
         self.assertEqual(r["streams"], [(1 << 40) + 256, (1 << 40) + 256, (1 << 40) + 512, None])
-        self.assertEqual(r["stats"]["calls"], 6)  # every good call launched; no bad one did
+        self.assertEqual(r["null_pointer"], "ArgumentError: fusion 'add': tensor 'b' is a null pointer")
+        self.assertTrue(r["fresh_outputs"])
+        self.assertEqual(r["stats"]["calls"], 8)  # every good call launched; no bad one did
         self.assertEqual(r["stats"]["compiles"] + r["stats"]["disk_loads"], 1)
 
 

@@ -1,0 +1,404 @@
+/* The torch branch of fusegen.Function.call in C (bench/NOTES.md: the call
+ * path's Python and the ctypes conversion were 4-5 us of a 9-12 us call).
+ *
+ * A Caller belongs to one Function. Called with the keyword tensors and the
+ * out= value, it either runs the whole call or returns NotImplemented, and
+ * then the Python path runs it instead (and words every error): anything
+ * that is not the common case declines here. The common case: every argument
+ * and output a torch.Tensor (or subclass) of float32, on the function's
+ * device, contiguous, whose shapes have a plan the Python path built before.
+ *
+ * The plan's fusegen_tensor arrays (ctypes memory the plan keeps alive) get
+ * the data pointers written in place and fusegen_function_call is called
+ * directly. Like the Python path, the call takes its plan out of the dict
+ * while it uses it (torch.empty may let another thread run), so no two calls
+ * ever write the same plan's arrays, and puts it back after.
+ * Errors of the call itself (status != 0) go to the Function's own raiser,
+ * so they read exactly as on the Python path. No torch headers: everything
+ * goes through attribute reads, as in Python.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "fusegen.h"
+
+/* The package supports Python 3.8; these came in 3.9 and 3.10. */
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject* Py_NewRef(PyObject* o) {
+  Py_INCREF(o);
+  return o;
+}
+static int PyModule_AddObjectRef(PyObject* module, const char* name, PyObject* value) {
+  Py_INCREF(value);
+  if (PyModule_AddObject(module, name, value) < 0) {
+    Py_DECREF(value);
+    return -1;
+  }
+  return 0;
+}
+#endif
+#if PY_VERSION_HEX < 0x03090000
+#define PyObject_CallMethodNoArgs(o, name) PyObject_CallMethodObjArgs((o), (name), NULL)
+#endif
+
+typedef fusegen_status (*call_fn)(const fusegen_function*, const fusegen_tensor*, int32_t, const fusegen_tensor*,
+                                  int32_t, void*);
+
+typedef struct {
+  PyObject ob_base; /* PyObject_HEAD */
+  call_fn call;
+  const fusegen_function* function;
+  PyObject* names;          /* tuple of str: argument names in order */
+  PyObject* out_names;      /* tuple of str: output names in order */
+  PyObject* plans;          /* dict: tuple of argument shapes -> plan (has .fast) */
+  long device;              /* the runtime's device index */
+  PyObject* tensor_type;    /* torch.Tensor */
+  PyObject* float32;        /* torch.float32 */
+  PyObject* raw_stream;     /* device index -> current stream handle (int) */
+  PyObject* empty;          /* torch.empty */
+  PyObject* empty_kwargs;   /* {"dtype": float32, "device": torch.device} */
+  PyObject* raise_status;   /* status (int) -> raises the library's error */
+  unsigned long long taken; /* calls this path ran (tests read it) */
+} Caller;
+
+static PyObject* s_dtype;
+static PyObject* s_shape;
+static PyObject* s_get_device;
+static PyObject* s_is_contiguous;
+static PyObject* s_data_ptr;
+static PyObject* s_fast;
+
+/* Whether `t` is a float32, contiguous torch tensor on the caller's device;
+ * on success *shape is a new reference and *data its data pointer. 0: it is
+ * not (no Python error set); -1: a Python error is set. */
+static int usable_tensor(Caller* self, PyObject* t, PyObject** shape, void** data) {
+  if (!PyObject_TypeCheck(t, (PyTypeObject*)self->tensor_type))
+    return 0;
+  PyObject* dtype = PyObject_GetAttr(t, s_dtype);
+  if (!dtype)
+    return -1;
+  int is_float32 = dtype == self->float32;
+  Py_DECREF(dtype);
+  if (!is_float32)
+    return 0;
+  PyObject* device = PyObject_CallMethodNoArgs(t, s_get_device);
+  if (!device)
+    return -1;
+  long index = PyLong_AsLong(device);
+  Py_DECREF(device);
+  if (index == -1 && PyErr_Occurred())
+    return -1;
+  if (index != self->device)
+    return 0;
+  PyObject* contiguous = PyObject_CallMethodNoArgs(t, s_is_contiguous);
+  if (!contiguous)
+    return -1;
+  int is_contiguous = contiguous == Py_True;
+  Py_DECREF(contiguous);
+  if (!is_contiguous)
+    return 0;
+  PyObject* pointer = PyObject_CallMethodNoArgs(t, s_data_ptr);
+  if (!pointer)
+    return -1;
+  *data = PyLong_AsVoidPtr(pointer);
+  Py_DECREF(pointer);
+  if (PyErr_Occurred())
+    return -1;
+  *shape = PyObject_GetAttr(t, s_shape);
+  return *shape ? 1 : -1;
+}
+
+/* The plan's (argument array address, output array address, output shapes)
+ * as borrowed from plan.fast, or 0 when it is not usable. */
+static int plan_arrays(PyObject* plan, fusegen_tensor** args, fusegen_tensor** outs, PyObject** out_shapes,
+                       PyObject** fast) {
+  *fast = PyObject_GetAttr(plan, s_fast);
+  if (!*fast)
+    return -1;
+  if (!PyTuple_Check(*fast) || PyTuple_GET_SIZE(*fast) != 3)
+    return 0;
+  *args = (fusegen_tensor*)PyLong_AsVoidPtr(PyTuple_GET_ITEM(*fast, 0));
+  *outs = (fusegen_tensor*)PyLong_AsVoidPtr(PyTuple_GET_ITEM(*fast, 1));
+  *out_shapes = PyTuple_GET_ITEM(*fast, 2);
+  if (PyErr_Occurred())
+    return -1;
+  return PyTuple_Check(*out_shapes) ? 1 : 0;
+}
+
+static PyObject* caller_call(Caller* self, PyObject* call_args, PyObject* call_kwargs) {
+  PyObject* tensors;
+  PyObject* out;
+  if (call_kwargs && PyDict_GET_SIZE(call_kwargs) != 0) {
+    PyErr_SetString(PyExc_TypeError, "Caller takes (tensors, out) positionally");
+    return NULL;
+  }
+  if (!PyArg_ParseTuple(call_args, "OO", &tensors, &out))
+    return NULL;
+  const Py_ssize_t n_args = PyTuple_GET_SIZE(self->names);
+  const Py_ssize_t n_outs = PyTuple_GET_SIZE(self->out_names);
+  if (!PyDict_Check(tensors) || PyDict_GET_SIZE(tensors) != n_args)
+    Py_RETURN_NOTIMPLEMENTED;
+  if (out != Py_None && (!PyDict_Check(out) || PyDict_GET_SIZE(out) != n_outs))
+    Py_RETURN_NOTIMPLEMENTED;
+
+  PyObject* result = NULL;
+  PyObject* plan = NULL;
+  PyObject* fast = NULL;
+  PyObject* results = NULL;
+  PyObject* key = PyTuple_New(n_args);
+  if (!key)
+    return NULL;
+  void* pointers[32];
+  if (n_args > 32 || n_outs > 32) {
+    result = Py_NewRef(Py_NotImplemented);
+    goto done;
+  }
+  for (Py_ssize_t i = 0; i < n_args; ++i) {
+    PyObject* t = PyDict_GetItemWithError(tensors, PyTuple_GET_ITEM(self->names, i));
+    if (!t) {
+      if (!PyErr_Occurred())
+        result = Py_NewRef(Py_NotImplemented);
+      goto done;
+    }
+    PyObject* shape = NULL;
+    const int usable = usable_tensor(self, t, &shape, &pointers[i]);
+    if (usable <= 0) {
+      if (usable == 0)
+        result = Py_NewRef(Py_NotImplemented);
+      goto done;
+    }
+    PyTuple_SET_ITEM(key, i, shape); /* steals the reference */
+  }
+
+  plan = PyDict_GetItemWithError(self->plans, key);
+  if (!plan) {
+    if (!PyErr_Occurred())
+      result = Py_NewRef(Py_NotImplemented); /* the Python path builds it */
+    goto done;
+  }
+  Py_INCREF(plan);
+  if (PyDict_DelItem(self->plans, key) < 0) { /* ours until `done` puts it back */
+    Py_CLEAR(plan);
+    goto done;
+  }
+  fusegen_tensor* args;
+  fusegen_tensor* outs;
+  PyObject* out_shapes;
+  const int arrays = plan_arrays(plan, &args, &outs, &out_shapes, &fast);
+  if (arrays <= 0 || PyTuple_GET_SIZE(out_shapes) != n_outs) {
+    if (arrays >= 0)
+      result = Py_NewRef(Py_NotImplemented);
+    goto done;
+  }
+
+  results = PyTuple_New(n_outs);
+  if (!results)
+    goto done;
+  for (Py_ssize_t j = 0; j < n_outs; ++j) {
+    PyObject* expected = PyTuple_GET_ITEM(out_shapes, j);
+    PyObject* t;
+    if (out == Py_None) {
+      PyObject* empty_args = PyTuple_Pack(1, expected);
+      if (!empty_args)
+        goto done;
+      t = PyObject_Call(self->empty, empty_args, self->empty_kwargs);
+      Py_DECREF(empty_args);
+      if (!t)
+        goto done;
+    } else {
+      t = PyDict_GetItemWithError(out, PyTuple_GET_ITEM(self->out_names, j));
+      if (!t) {
+        if (!PyErr_Occurred())
+          result = Py_NewRef(Py_NotImplemented);
+        goto done;
+      }
+      Py_INCREF(t);
+    }
+    PyTuple_SET_ITEM(results, j, t); /* steals the reference */
+    if (out == Py_None) {            /* torch.empty made it as asked */
+      PyObject* pointer = PyObject_CallMethodNoArgs(t, s_data_ptr);
+      if (!pointer)
+        goto done;
+      outs[j].data = PyLong_AsVoidPtr(pointer);
+      Py_DECREF(pointer);
+      if (PyErr_Occurred())
+        goto done;
+      continue;
+    }
+    PyObject* shape = NULL;
+    void* data = NULL;
+    const int usable = usable_tensor(self, t, &shape, &data);
+    if (usable <= 0) {
+      if (usable == 0)
+        result = Py_NewRef(Py_NotImplemented);
+      goto done;
+    }
+    const int same = PyObject_RichCompareBool(shape, expected, Py_EQ);
+    Py_DECREF(shape);
+    if (same <= 0) {
+      if (same == 0)
+        result = Py_NewRef(Py_NotImplemented); /* the Python path words the mismatch */
+      goto done;
+    }
+    outs[j].data = data;
+  }
+
+  PyObject* stream_handle = PyObject_CallFunction(self->raw_stream, "l", self->device);
+  if (!stream_handle)
+    goto done;
+  void* stream = PyLong_AsVoidPtr(stream_handle);
+  Py_DECREF(stream_handle);
+  if (PyErr_Occurred())
+    goto done;
+  for (Py_ssize_t i = 0; i < n_args; ++i)
+    args[i].data = pointers[i];
+  const fusegen_status status = self->call(self->function, args, (int32_t)n_args, outs, (int32_t)n_outs, stream);
+  if (status != FUSEGEN_OK) {
+    PyObject* raised = PyObject_CallFunction(self->raise_status, "i", (int)status);
+    Py_XDECREF(raised); /* it raises; NULL with the error set */
+    if (raised)
+      PyErr_SetString(PyExc_RuntimeError, "fusegen: the call failed and its error could not be read");
+    goto done;
+  }
+  ++self->taken;
+  result = n_outs == 1 ? Py_NewRef(PyTuple_GET_ITEM(results, 0)) : Py_NewRef(results);
+
+done:
+  if (plan) {
+    /* Back for the next call, unless another thread's call put its own
+     * there meanwhile; keep an error already set. */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (PyDict_SetDefault(self->plans, key, plan) == NULL)
+      PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+    Py_DECREF(plan);
+  }
+  Py_DECREF(key);
+  Py_XDECREF(fast);
+  Py_XDECREF(results);
+  return result;
+}
+
+static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {
+  static char* keywords[] = {"call_address", "function",     "names",   "out_names",  "plans",
+                             "device",       "tensor_type",  "float32", "raw_stream", "empty",
+                             "torch_device", "raise_status", NULL};
+  PyObject *call_address, *function, *names, *out_names, *plans, *tensor_type, *float32, *raw_stream, *empty;
+  PyObject *torch_device, *raise_status;
+  long device;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!O!lO!OOOOO", keywords, &call_address, &function, &PyTuple_Type,
+                                   &names, &PyTuple_Type, &out_names, &PyDict_Type, &plans, &device, &PyType_Type,
+                                   &tensor_type, &float32, &raw_stream, &empty, &torch_device, &raise_status))
+    return -1;
+  self->call = (call_fn)PyLong_AsVoidPtr(call_address);
+  self->function = (const fusegen_function*)PyLong_AsVoidPtr(function);
+  if (PyErr_Occurred())
+    return -1;
+  if (!self->call || !self->function) {
+    PyErr_SetString(PyExc_ValueError, "call_address and function must be non-null addresses");
+    return -1;
+  }
+  PyObject* empty_kwargs = Py_BuildValue("{sOsO}", "dtype", float32, "device", torch_device);
+  if (!empty_kwargs)
+    return -1;
+  Py_XSETREF(self->empty_kwargs, empty_kwargs);
+  Py_XSETREF(self->names, Py_NewRef(names));
+  Py_XSETREF(self->out_names, Py_NewRef(out_names));
+  Py_XSETREF(self->plans, Py_NewRef(plans));
+  Py_XSETREF(self->tensor_type, Py_NewRef(tensor_type));
+  Py_XSETREF(self->float32, Py_NewRef(float32));
+  Py_XSETREF(self->raw_stream, Py_NewRef(raw_stream));
+  Py_XSETREF(self->empty, Py_NewRef(empty));
+  Py_XSETREF(self->raise_status, Py_NewRef(raise_status));
+  self->device = device;
+  return 0;
+}
+
+static int caller_traverse(Caller* self, visitproc visit, void* arg) {
+  Py_VISIT(self->names);
+  Py_VISIT(self->out_names);
+  Py_VISIT(self->plans);
+  Py_VISIT(self->tensor_type);
+  Py_VISIT(self->float32);
+  Py_VISIT(self->raw_stream);
+  Py_VISIT(self->empty);
+  Py_VISIT(self->empty_kwargs);
+  Py_VISIT(self->raise_status);
+  return 0;
+}
+
+static int caller_clear(Caller* self) {
+  Py_CLEAR(self->names);
+  Py_CLEAR(self->out_names);
+  Py_CLEAR(self->plans);
+  Py_CLEAR(self->tensor_type);
+  Py_CLEAR(self->float32);
+  Py_CLEAR(self->raw_stream);
+  Py_CLEAR(self->empty);
+  Py_CLEAR(self->empty_kwargs);
+  Py_CLEAR(self->raise_status);
+  return 0;
+}
+
+static void caller_dealloc(Caller* self) {
+  PyObject_GC_UnTrack(self);
+  caller_clear(self);
+  Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyObject* caller_taken(Caller* self, void* closure) {
+  (void)closure;
+  return PyLong_FromUnsignedLongLong(self->taken);
+}
+
+static PyGetSetDef caller_getset[] = {
+    {"taken", (getter)caller_taken, NULL, "calls this path ran", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* PyVarObject_HEAD_INIT ends in a comma that clang-format cannot see. */
+// clang-format off
+static PyTypeObject CallerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "fusegen._fastcall.Caller",
+    .tp_basicsize = sizeof(Caller),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The torch branch of one Function's call path (see the module's source).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)caller_init,
+    .tp_call = (ternaryfunc)caller_call,
+    .tp_traverse = (traverseproc)caller_traverse,
+    .tp_clear = (inquiry)caller_clear,
+    .tp_dealloc = (destructor)caller_dealloc,
+    .tp_getset = caller_getset,
+};
+// clang-format on
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_fastcall",
+    .m_doc = "fusegen's call path for torch tensors in C.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__fastcall(void) {
+  if (PyType_Ready(&CallerType) < 0)
+    return NULL;
+  s_dtype = PyUnicode_InternFromString("dtype");
+  s_shape = PyUnicode_InternFromString("shape");
+  s_get_device = PyUnicode_InternFromString("get_device");
+  s_is_contiguous = PyUnicode_InternFromString("is_contiguous");
+  s_data_ptr = PyUnicode_InternFromString("data_ptr");
+  s_fast = PyUnicode_InternFromString("fast");
+  if (!s_dtype || !s_shape || !s_get_device || !s_is_contiguous || !s_data_ptr || !s_fast)
+    return NULL;
+  PyObject* m = PyModule_Create(&module);
+  if (!m)
+    return NULL;
+  if (PyModule_AddObjectRef(m, "Caller", (PyObject*)&CallerType) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}
