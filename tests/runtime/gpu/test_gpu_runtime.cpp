@@ -17,6 +17,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <thread>
 
@@ -69,6 +70,30 @@ protected:
     for (const auto& entry : std::filesystem::directory_iterator(cache_.path()))
       path = entry.path().string();
     return path;
+  }
+
+  // `fusion` at N = n against the reference interpreter (output y; 1e-4 strict,
+  // 1e-2 tf32); `check_launch` sees the first kernel's launch as generated.
+  void expect_matches_reference(Runtime& rt, Program& program, const testing::LoadedModule& module,
+                                const Fusion& fusion, int64_t n, Precision precision, uint64_t seed,
+                                const std::function<void(const KernelLaunch&)>& check_launch) {
+    SCOPED_TRACE(fusion.name + " N=" + std::to_string(n) + " " + precision_name(precision));
+    Diagnostics diags;
+    std::optional<Fusion> c = specialize(fusion, {{"N", n}}, diags);
+    ASSERT_TRUE(c) << diags.render(module.sources);
+    CodegenOptions codegen;
+    codegen.precision = precision;
+    Result<GeneratedCode> code = generate_cuda({plan_fusion(*c)}, codegen);
+    ASSERT_TRUE(code) << code.error();
+    check_launch(code.value().fusions.at(0).kernels.at(0));
+    std::map<std::string, HostTensor> inputs = make_random_arguments(*c, seed);
+    Result<InterpreterResult> want = interpret(fusion, inputs);
+    ASSERT_TRUE(want) << want.error();
+    testing::DeviceResult got = testing::run_on_device(rt, program.function(fusion.name), *c, inputs);
+    const double tol = precision == Precision::TF32 ? 1e-2 : 1e-4;
+    testing::Comparison cmp =
+        testing::compare_to_reference(got.outputs.at("y"), want.value().outputs.at("y"), tol, tol);
+    EXPECT_EQ(cmp.mismatches, 0u) << cmp.summary();
   }
 
   TempDir cache_;
@@ -232,27 +257,11 @@ fusion split_norm {
     o.precision = precision;
     Runtime rt(0, o);
     Program program = rt.load_string(text, "split.fg");
-    const double tol = precision == Precision::TF32 ? 1e-2 : 1e-4;
     for (const Fusion& fusion : module->module.fusions)
-      for (int64_t n : {50, 130}) {
-        SCOPED_TRACE(fusion.name + " N=" + std::to_string(n) + " " + precision_name(precision));
-        Diagnostics diags;
-        std::optional<Fusion> c = specialize(fusion, {{"N", n}}, diags);
-        ASSERT_TRUE(c) << diags.render(module->sources);
-        // The generator does split these launches (2 or 6 blocks of 64x64).
-        CodegenOptions codegen;
-        codegen.precision = precision;
-        Result<GeneratedCode> code = generate_cuda({plan_fusion(*c)}, codegen);
-        ASSERT_TRUE(code) << code.error();
-        EXPECT_EQ(code.value().fusions.at(0).kernels.at(0).cluster, 8);
-        std::map<std::string, HostTensor> inputs = make_random_arguments(*c, 7);
-        Result<InterpreterResult> want = interpret(fusion, inputs);
-        ASSERT_TRUE(want) << want.error();
-        testing::DeviceResult got = testing::run_on_device(rt, program.function(fusion.name), *c, inputs);
-        testing::Comparison cmp =
-            testing::compare_to_reference(got.outputs.at("y"), want.value().outputs.at("y"), tol, tol);
-        EXPECT_EQ(cmp.mismatches, 0u) << cmp.summary();
-      }
+      for (int64_t n : {50, 130})
+        expect_matches_reference(rt, program, *module, fusion, n, precision, 7, [](const KernelLaunch& launch) {
+          EXPECT_EQ(launch.cluster, 8); // the generator does split these (2 or 6 blocks of 64x64)
+        });
   }
   EXPECT_EQ(log_.count(), 0u);
 }
@@ -313,26 +322,11 @@ fusion wide_stats {
     o.precision = precision;
     Runtime rt(0, o);
     Program program = rt.load_string(text, "conv.fg");
-    const double tol = precision == Precision::TF32 ? 1e-2 : 1e-4;
     for (const Fusion& fusion : module->module.fusions)
-      for (int64_t n : {1, 7, 130}) {
-        SCOPED_TRACE(fusion.name + " N=" + std::to_string(n) + " " + precision_name(precision));
-        Diagnostics diags;
-        std::optional<Fusion> c = specialize(fusion, {{"N", n}}, diags);
-        ASSERT_TRUE(c) << diags.render(module->sources);
-        CodegenOptions codegen;
-        codegen.precision = precision;
-        Result<GeneratedCode> code = generate_cuda({plan_fusion(*c)}, codegen);
-        ASSERT_TRUE(code) << code.error();
-        EXPECT_EQ(code.value().fusions.at(0).kernels.at(0).template_file, expected_template(fusion.name, precision));
-        std::map<std::string, HostTensor> inputs = make_random_arguments(*c, 11);
-        Result<InterpreterResult> want = interpret(fusion, inputs);
-        ASSERT_TRUE(want) << want.error();
-        testing::DeviceResult got = testing::run_on_device(rt, program.function(fusion.name), *c, inputs);
-        testing::Comparison cmp =
-            testing::compare_to_reference(got.outputs.at("y"), want.value().outputs.at("y"), tol, tol);
-        EXPECT_EQ(cmp.mismatches, 0u) << cmp.summary();
-      }
+      for (int64_t n : {1, 7, 130})
+        expect_matches_reference(rt, program, *module, fusion, n, precision, 11, [&](const KernelLaunch& launch) {
+          EXPECT_EQ(launch.template_file, expected_template(fusion.name, precision));
+        });
   }
   EXPECT_EQ(log_.count(), 0u);
 }
