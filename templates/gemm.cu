@@ -362,16 +362,6 @@ constexpr int kAsyncFloats = kStages * kAsyncSliceFloats + kSmallFloats + kAlign
 static_assert(!kAsync || (kStages >= 2 && kDynamicSharedFloats >= kAsyncFloats),
               "the launch must give the cp.async pipeline its shared memory");
 
-// Sum over a team of kLanes adjacent lanes (a power of two <= 32). The xor
-// butterfly leaves the same, order-fixed sum in every lane of the team.
-template <int kLanes>
-__device__ __forceinline__ float gemm_team_sum(float value) {
-#pragma unroll
-  for (int offset = 1; offset < kLanes; offset <<= 1)
-    value += __shfl_xor_sync(0xffffffffu, value, offset);
-  return value;
-}
-
 // Row reduction combine: torch's min/max, NaN-propagating.
 __device__ __forceinline__ float gemm_reduce_combine(float a, float b) {
   return kRowReduce == 1 ? fusegen_minimum(a, b) : fusegen_maximum(a, b);
@@ -1165,7 +1155,7 @@ __device__ __forceinline__ void tile_statistics(const FusegenArgs& args, float* 
     if (row < valid_rows)
       sum += tile[row * kTileStride + column];
   }
-  partial[part * kTileN + column] = gemm_team_sum<kLanes>(sum);
+  partial[part * kTileN + column] = fusegen_team_sum<kLanes>(sum);
   __syncthreads();
   if (leader) {
     float total = 0.0f;
@@ -1186,7 +1176,7 @@ __device__ __forceinline__ void tile_statistics(const FusegenArgs& args, float* 
       squares = fmaf(d, d, squares);
     }
   }
-  partial[part * kTileN + column] = gemm_team_sum<kLanes>(squares);
+  partial[part * kTileN + column] = fusegen_team_sum<kLanes>(squares);
   __syncthreads();
   if (leader && n0 + column < cols) {
     float m2 = 0.0f;
@@ -1216,14 +1206,14 @@ __device__ __forceinline__ void normalize_tile(float* smem) {
 #pragma unroll
     for (int j = 0; j < kWidth; ++j)
       sum += values[g + j];
-    const float mean = gemm_team_sum<kTeam>(sum) / static_cast<float>(kGroup);
+    const float mean = fusegen_team_sum<kTeam>(sum) / static_cast<float>(kGroup);
     float squares = 0.0f;
 #pragma unroll
     for (int j = 0; j < kWidth; ++j) {
       const float d = values[g + j] - mean;
       squares = fmaf(d, d, squares);
     }
-    const float var = gemm_team_sum<kTeam>(squares) / static_cast<float>(kGroup);
+    const float var = fusegen_team_sum<kTeam>(squares) / static_cast<float>(kGroup);
     const float rstd = fusegen_rsqrt(var + kNormEps);
 #pragma unroll
     for (int j = 0; j < kWidth; ++j)

@@ -171,7 +171,7 @@ __device__ __forceinline__ void narrow_fill_offsets(const FusegenArgs& args, int
 __device__ __forceinline__ void narrow_accumulate(const FusegenArgs& args, const float* b_shared, const int* offsets,
                                                   long long a_base, long long m, float (&acc)[kColsPadded]) {
   const float* row = kASplit ? a_row(args, a_base, m) : nullptr;
-#pragma unroll(kDepthUnroll)
+#pragma unroll kDepthUnroll
   for (int k = 0; k < kDepth; ++k) {
     float a;
     if constexpr (kOffsetTable) {
@@ -194,13 +194,6 @@ __device__ __forceinline__ void narrow_accumulate(const FusegenArgs& args, const
   }
 }
 
-__device__ __forceinline__ float narrow_warp_sum(float value) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1)
-    value += __shfl_xor_sync(0xffffffffu, value, offset);
-  return value;
-}
-
 // Sums each statistics group's per-thread values over its tile: per warp by
 // shuffles, then the tile's warps in order. Every thread gets its tile's sums.
 __device__ __forceinline__ void narrow_tile_sums(const float (&per_thread)[kStatsGroups],
@@ -209,7 +202,7 @@ __device__ __forceinline__ void narrow_tile_sums(const float (&per_thread)[kStat
   const int warp = threadIdx.x / 32, first_warp = warp / kTileWarps * kTileWarps;
 #pragma unroll
   for (int g = 0; g < kStatsGroups; ++g) {
-    const float sum = narrow_warp_sum(per_thread[g]);
+    const float sum = fusegen_team_sum<32>(per_thread[g]);
     if (threadIdx.x % 32 == 0)
       scratch[warp][g] = sum;
   }

@@ -8,7 +8,9 @@
 //    `cuda` entries of compiler/src/ops/Pointwise.cpp). Each follows
 //    PyTorch's CUDA formula for float32 so results match eager mode; NaN
 //    propagates where torch propagates it. No fast-math intrinsics: strict
-//    precision must stay within 1e-4 of float64.
+//    precision must stay within 1e-4 of float64;
+//  * statistics and reduction pieces more than one template uses (Welford
+//    merge, a team sum over warp lanes, order-independent float atomics).
 //
 // Templates include this file under `#ifndef FUSEGEN_HELPERS_DEFINED`; the
 // generator emits it once at the top of a generated file, so that include is
@@ -95,6 +97,17 @@ __device__ __forceinline__ float fusegen_elu(float x, float alpha) {
 
 // 1/sqrt rounded twice is closer to float64 than the approximate rsqrtf.
 __device__ __forceinline__ float fusegen_rsqrt(float x) { return 1.0f / sqrtf(x); }
+
+// Sum over a team of kLanes adjacent lanes (a power of two <= 32), every lane
+// of the team taking part. The xor butterfly leaves the same, order-fixed sum
+// in every lane of the team.
+template <int kLanes>
+__device__ __forceinline__ float fusegen_team_sum(float value) {
+#pragma unroll
+  for (int offset = 1; offset < kLanes; offset <<= 1)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
 
 // Welford/Chan statistics: count, mean, M2 (sum of squared deviations).
 struct FusegenWelford {
@@ -531,16 +544,6 @@ constexpr int kAsyncFloats = kStages * kAsyncSliceFloats + kSmallFloats + kAlign
                                  : kEpilogueFloats;
 static_assert(!kAsync || (kStages >= 2 && kDynamicSharedFloats >= kAsyncFloats),
               "the launch must give the cp.async pipeline its shared memory");
-
-// Sum over a team of kLanes adjacent lanes (a power of two <= 32). The xor
-// butterfly leaves the same, order-fixed sum in every lane of the team.
-template <int kLanes>
-__device__ __forceinline__ float gemm_team_sum(float value) {
-#pragma unroll
-  for (int offset = 1; offset < kLanes; offset <<= 1)
-    value += __shfl_xor_sync(0xffffffffu, value, offset);
-  return value;
-}
 
 // Row reduction combine: torch's min/max, NaN-propagating.
 __device__ __forceinline__ float gemm_reduce_combine(float a, float b) {
@@ -1335,7 +1338,7 @@ __device__ __forceinline__ void tile_statistics(const FusegenArgs& args, float* 
     if (row < valid_rows)
       sum += tile[row * kTileStride + column];
   }
-  partial[part * kTileN + column] = gemm_team_sum<kLanes>(sum);
+  partial[part * kTileN + column] = fusegen_team_sum<kLanes>(sum);
   __syncthreads();
   if (leader) {
     float total = 0.0f;
@@ -1356,7 +1359,7 @@ __device__ __forceinline__ void tile_statistics(const FusegenArgs& args, float* 
       squares = fmaf(d, d, squares);
     }
   }
-  partial[part * kTileN + column] = gemm_team_sum<kLanes>(squares);
+  partial[part * kTileN + column] = fusegen_team_sum<kLanes>(squares);
   __syncthreads();
   if (leader && n0 + column < cols) {
     float m2 = 0.0f;
@@ -1386,14 +1389,14 @@ __device__ __forceinline__ void normalize_tile(float* smem) {
 #pragma unroll
     for (int j = 0; j < kWidth; ++j)
       sum += values[g + j];
-    const float mean = gemm_team_sum<kTeam>(sum) / static_cast<float>(kGroup);
+    const float mean = fusegen_team_sum<kTeam>(sum) / static_cast<float>(kGroup);
     float squares = 0.0f;
 #pragma unroll
     for (int j = 0; j < kWidth; ++j) {
       const float d = values[g + j] - mean;
       squares = fmaf(d, d, squares);
     }
-    const float var = gemm_team_sum<kTeam>(squares) / static_cast<float>(kGroup);
+    const float var = fusegen_team_sum<kTeam>(squares) / static_cast<float>(kGroup);
     const float rstd = fusegen_rsqrt(var + kNormEps);
 #pragma unroll
     for (int j = 0; j < kWidth; ++j)

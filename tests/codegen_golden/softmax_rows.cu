@@ -8,7 +8,9 @@
 //    `cuda` entries of compiler/src/ops/Pointwise.cpp). Each follows
 //    PyTorch's CUDA formula for float32 so results match eager mode; NaN
 //    propagates where torch propagates it. No fast-math intrinsics: strict
-//    precision must stay within 1e-4 of float64.
+//    precision must stay within 1e-4 of float64;
+//  * statistics and reduction pieces more than one template uses (Welford
+//    merge, a team sum over warp lanes, order-independent float atomics).
 //
 // Templates include this file under `#ifndef FUSEGEN_HELPERS_DEFINED`; the
 // generator emits it once at the top of a generated file, so that include is
@@ -95,6 +97,17 @@ __device__ __forceinline__ float fusegen_elu(float x, float alpha) {
 
 // 1/sqrt rounded twice is closer to float64 than the approximate rsqrtf.
 __device__ __forceinline__ float fusegen_rsqrt(float x) { return 1.0f / sqrtf(x); }
+
+// Sum over a team of kLanes adjacent lanes (a power of two <= 32), every lane
+// of the team taking part. The xor butterfly leaves the same, order-fixed sum
+// in every lane of the team.
+template <int kLanes>
+__device__ __forceinline__ float fusegen_team_sum(float value) {
+#pragma unroll
+  for (int offset = 1; offset < kLanes; offset <<= 1)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
 
 // Welford/Chan statistics: count, mean, M2 (sum of squared deviations).
 struct FusegenWelford {
