@@ -77,7 +77,7 @@ def main():
         n, make, x_shape = km.CONFIGS[shapes][chain]
         torch.manual_seed(0)
         model = make().cuda()
-        spec = os.path.join(ROOT, "specs/kernelbench", "" if shapes == "v0.1" else "small", km.SPEC_FILES[chain])
+        spec = km.spec_path(shapes, chain)
         x = torch.rand((n,) + x_shape, device="cuda")
         with torch.no_grad():
             report("%s %s eager" % (shapes, chain), lambda: model(x), flush)

@@ -179,12 +179,6 @@ def dims_of(function, arguments):
 # One chain
 
 
-def spec_path(shapes, chain, km):
-    folder = os.path.join(ROOT, "specs", "kernelbench") if shapes == "v0.1" else \
-        os.path.join(ROOT, "specs", "kernelbench", "small")
-    return os.path.join(folder, km.SPEC_FILES[chain])
-
-
 def check_precision(row, precision, model, f, km, chain, x_shape, n, sets):
     """Cold first call, then `sets` fresh input sets against the module; returns the last arguments."""
     state = km.STATE.get(chain, [])
@@ -223,7 +217,7 @@ def check_precision(row, precision, model, f, km, chain, x_shape, n, sets):
 
 def run_chain(args, shapes, chain, km, flush, cache_dir, row):
     n, factory, x_shape = km.CONFIGS[shapes][chain]
-    spec = spec_path(shapes, chain, km)
+    spec = km.spec_path(shapes, chain)
     row.update(n=n, spec=os.path.relpath(spec, ROOT))
     torch.manual_seed(args.seed)
     model = factory().cuda().train()  # train(): KernelBench's default; batch norm uses batch statistics

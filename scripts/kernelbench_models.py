@@ -4,8 +4,12 @@ scripts/make_golden.py (float64 golden data) and scripts/torch_reference.py
 under the caller's torch.manual_seed; free parameters (scale, bias) are
 torch.randn like KernelBench."""
 
+import os
+
 import torch
 import torch.nn as nn
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class Model62(nn.Module):
@@ -87,6 +91,15 @@ SPEC_FILES = {
     "39": "39_gemm_scale_batchnorm.fg",
     "85": "85_conv2d_groupnorm_scale_maxpool_clamp.fg",
 }
+
+
+
+def spec_path(shapes, chain):
+    """The chain's spec: specs/kernelbench/ for the "v0.1" shapes, its small/ folder for "small"."""
+    folder = os.path.join(ROOT, "specs", "kernelbench") if shapes == "v0.1" else \
+        os.path.join(ROOT, "specs", "kernelbench", "small")
+    return os.path.join(folder, SPEC_FILES[chain])
+
 
 # shapes -> chain -> (N, module factory, input shape without N); N is KernelBench's batch.
 # "v0.1" is specs/kernelbench/*.fg, "small" is specs/kernelbench/small/*.fg.

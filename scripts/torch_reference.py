@@ -32,22 +32,13 @@ import time
 import torch
 import torch.nn as nn
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 # ---------------------------------------------------------------------------
 # The modules, as in KernelBench level 2 (and scripts/make_golden.py), their KernelBench configurations and the spec-name -> module
-# attribute maps live in kernelbench_models.py (shared with bench/kernelbench.py).
-from kernelbench_models import ARGUMENTS, CONFIGS, SPEC_FILES, STATE  # noqa: E402,F401
+# attribute maps and the spec paths live in kernelbench_models.py (shared with bench/kernelbench.py).
+from kernelbench_models import ARGUMENTS, CONFIGS, SPEC_FILES, STATE, spec_path  # noqa: E402,F401
 
 DECL = re.compile(r"^\s*(input|param|state)\s+(\w+)\s*:\s*f32\[([^\]]*)\]", re.M)
 OUTPUT = re.compile(r"^\s*output\s+(\w+)\s*=", re.M)
-
-
-def spec_path(shapes, chain):
-    folder = os.path.join(ROOT, "specs", "kernelbench") if shapes == "v0.1" else \
-        os.path.join(ROOT, "specs", "kernelbench", "small")
-    return os.path.join(folder, SPEC_FILES[chain])
 
 
 def read_spec(path, n):
