@@ -195,6 +195,13 @@ TEST(CodegenStats, FinalizeAfterGemmPartials39) {
     EXPECT_EQ(launch_of(code, KernelKind::StatsFinalize).block, 256); // 4096 channels x 8 threads
     if (!dims.empty()) {
       EXPECT_TRUE(contains(code.source, "return 256LL;")) << "16384 rows in tiles of 64";
+      // The apply's four channels: statistics as two float4, bn_w and bn_b as one each.
+      EXPECT_TRUE(
+          contains(code.source, "const float4 stats2a = *reinterpret_cast<const float4*>(args.buf[11] + 2 * c1);"));
+      EXPECT_TRUE(
+          contains(code.source, "const float4 stats2b = *reinterpret_cast<const float4*>(args.buf[11] + 2 * c1 + 4);"));
+      EXPECT_TRUE(contains(code.source, "const float4 weight2 = *reinterpret_cast<const float4*>(args.buf[4] + c1);"));
+      EXPECT_TRUE(contains(code.source, "((((in9.w - stats2b.z) * stats2b.w) * weight2.w) + bias2.w)"));
     }
   }
 }

@@ -5,6 +5,7 @@
 #include "codegen/HookBody.h"
 #include "codegen/KernelParts.h"
 #include "codegen/PointwiseEmitter.h"
+#include "fusegen/OpRegistry.h"
 
 namespace fusegen::codegen {
 namespace {
@@ -30,12 +31,51 @@ std::vector<std::string> scalar_body(const EmitContext& ctx, const Shape& domain
   return body.finish({"args", "index"});
 }
 
+// The per-lane terms of a split batch_norm over [N, C] that this kernel
+// applies, or none. Its channel is the last coordinate, so four consecutive
+// elements take four consecutive channels: their statistics (mean and 1/std
+// interleaved) as two float4 and each affine param as one, instead of
+// sixteen scalar loads (bench/NOTES.md v19).
+std::vector<PointwiseEmitter::NormTerms> vector_norm_terms(const EmitContext& ctx, const Shape& domain,
+                                                           const std::string& channel, Body& body) {
+  NodeId id = ctx.step().stats_in;
+  if (id == kNoId || domain.size() != 2)
+    return {};
+  const Node& node = ctx.fusion().node(id);
+  if (node.op != "batch_norm" || ctx.fusion().value(node.operands[0]).type.rank() != 2)
+    return {};
+  auto float4_at = [&](const std::string& name, const std::string& address) {
+    body.declare(name, "const float4 " + name + " = *reinterpret_cast<const float4*>(" + address + ");");
+  };
+  std::string n = std::to_string(id), stats = ctx.buffer(ctx.stats_buffer(id, true));
+  float4_at("stats" + n + "a", stats + " + 2 * " + channel);
+  float4_at("stats" + n + "b", stats + " + 2 * " + channel + " + 4");
+  const OpDef* op = OpRegistry::builtin().find(node.op);
+  std::vector<PointwiseEmitter::NormTerms> lanes(4);
+  for (const char* param : {"weight", "bias"}) {
+    ValueId value = node.operands[static_cast<size_t>(op->tensor_slot(param))];
+    if (value == kNoId)
+      continue;
+    std::string name = param + n;
+    float4_at(name, ctx.value_buffer(value) + " + " + channel);
+    for (int lane = 0; lane < 4; ++lane)
+      (param[0] == 'w' ? lanes[lane].weight : lanes[lane].bias) = name + "." + kLanes[lane];
+  }
+  for (int lane = 0; lane < 4; ++lane) {
+    std::string pair = "stats" + n + (lane < 2 ? "a." : "b.");
+    lanes[lane].mean = pair + kLanes[(lane % 2) * 2];
+    lanes[lane].rstd = pair + kLanes[(lane % 2) * 2 + 1];
+  }
+  return lanes;
+}
+
 // Four consecutive elements: operands that vary along the last dim are read
 // as one float4, operands broadcast along it once; outputs stored as float4.
 std::vector<std::string> vector_body(const EmitContext& ctx, const Shape& domain) {
   Body body;
   declare_coordinates(ctx, domain, "index", body);
   std::vector<std::string> coords = coord_names(domain.size());
+  std::vector<PointwiseEmitter::NormTerms> norm_lanes = vector_norm_terms(ctx, domain, coords.back(), body);
   std::vector<std::pair<ValueId, std::string>> leaves; // value, float4 variable or "" for a scalar
   for (ValueId value : loaded_values(ctx)) {
     const Shape& shape = ctx.fusion().value(value).type.shape;
@@ -59,6 +99,8 @@ std::vector<std::string> vector_body(const EmitContext& ctx, const Shape& domain
     PointwiseEmitter pointwise(ctx, lines, domain, lane_coords);
     for (const auto& [value, vector] : leaves)
       pointwise.bind(value, vector.empty() ? "in" + std::to_string(value) : vector + "." + kLanes[lane]);
+    if (!norm_lanes.empty())
+      pointwise.bind_stats(ctx.step().stats_in, norm_lanes[static_cast<size_t>(lane)]);
     std::vector<std::string> results;
     for (const auto& output : outputs)
       results.push_back(pointwise.value(output.first));

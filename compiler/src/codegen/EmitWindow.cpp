@@ -214,7 +214,7 @@ std::string load_input_hook(const EmitContext& ctx, ValueId input, const Shape& 
   std::vector<std::string> body;
   PointwiseEmitter pointwise(ctx, body, shape, with_spatial(plane_coords(ctx, shape), "h", "w"));
   if (stats.norm != kNoId)
-    pointwise.bind_stats(stats.norm, "mean", "rstd");
+    pointwise.bind_stats(stats.norm, {"mean", "rstd", "", ""});
   std::string value = pointwise.value(input);
   body.push_back("return " + value + ";");
   return function_hook("float", "load_input",

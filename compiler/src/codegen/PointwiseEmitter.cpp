@@ -17,9 +17,7 @@ PointwiseEmitter::PointwiseEmitter(const EmitContext& ctx, std::vector<std::stri
 
 void PointwiseEmitter::bind(ValueId value, std::string expr) { values_[value] = std::move(expr); }
 
-void PointwiseEmitter::bind_stats(NodeId norm, std::string mean, std::string rstd) {
-  stats_[norm] = {std::move(mean), std::move(rstd)};
-}
+void PointwiseEmitter::bind_stats(NodeId norm, NormTerms terms) { stats_[norm] = std::move(terms); }
 
 std::string PointwiseEmitter::value(ValueId id) {
   if (auto it = values_.find(id); it != values_.end())
@@ -52,15 +50,19 @@ std::string PointwiseEmitter::channel_coord(size_t rank) const {
   return coords_[coords_.size() - rank + 1];
 }
 
-std::string PointwiseEmitter::affine(const Node& node, const std::string& normalized, const std::string& channel) {
+std::string PointwiseEmitter::affine(const Node& node, const std::string& normalized, const std::string& channel,
+                                     const NormTerms* bound) {
   const OpDef* op = OpRegistry::builtin().find(node.op);
   std::string result = normalized;
   ValueId weight = node.operands[static_cast<size_t>(op->tensor_slot("weight"))];
   ValueId bias = node.operands[static_cast<size_t>(op->tensor_slot("bias"))];
+  auto param = [&](ValueId id, const std::string& given) {
+    return !given.empty() ? given : ctx_.value_buffer(id) + "[" + channel + "]";
+  };
   if (weight != kNoId)
-    result = "(" + result + " * " + ctx_.value_buffer(weight) + "[" + channel + "])";
+    result = "(" + result + " * " + param(weight, bound ? bound->weight : "") + ")";
   if (bias != kNoId)
-    result = "(" + result + " + " + ctx_.value_buffer(bias) + "[" + channel + "])";
+    result = "(" + result + " + " + param(bias, bound ? bound->bias : "") + ")";
   return result;
 }
 
@@ -82,8 +84,11 @@ std::string PointwiseEmitter::apply_split_norm(const Node& node) {
   const Shape& shape = fusion.value(node.operands[0]).type.shape;
   std::string c = channel_coord(shape.size());
   std::string mean, rstd;
+  const NormTerms* bound = nullptr;
   if (auto it = stats_.find(node.id); it != stats_.end()) {
-    std::tie(mean, rstd) = it->second;
+    bound = &it->second;
+    mean = bound->mean;
+    rstd = bound->rstd;
   } else {
     BufferId stats = ctx_.stats_buffer(node.id, true);
     assert(stats != kNoId && "split normalization without finalized statistics");
@@ -100,7 +105,7 @@ std::string PointwiseEmitter::apply_split_norm(const Node& node) {
     mean = base + "[2 * " + row + "]";
     rstd = base + "[2 * " + row + " + 1]";
   }
-  return affine(node, "((" + x + " - " + mean + ") * " + rstd + ")", c);
+  return affine(node, "((" + x + " - " + mean + ") * " + rstd + ")", c, bound);
 }
 
 std::string PointwiseEmitter::compute(const Node& node) {

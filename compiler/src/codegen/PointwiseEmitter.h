@@ -24,8 +24,12 @@ public:
   void bind(ValueId value, std::string expr);
   // For the apply step of a split normalization: expressions of the mean and
   // 1/std that hold for the current element (otherwise read from the
-  // finalized statistics buffer).
-  void bind_stats(NodeId norm, std::string mean, std::string rstd);
+  // finalized statistics buffer), and of its weight and bias where given
+  // (otherwise read from their buffers).
+  struct NormTerms {
+    std::string mean, rstd, weight, bias;
+  };
+  void bind_stats(NodeId norm, NormTerms terms);
   // The C expression of `value` at the current element.
   std::string value(ValueId value);
 
@@ -33,7 +37,8 @@ private:
   std::string compute(const Node& node);
   std::string load(ValueId value);
   std::string channel_coord(size_t rank) const;
-  std::string affine(const Node& node, const std::string& normalized, const std::string& channel);
+  std::string affine(const Node& node, const std::string& normalized, const std::string& channel,
+                     const NormTerms* bound = nullptr);
   std::string apply_batch_norm_eval(const Node& node);
   std::string apply_split_norm(const Node& node);
 
@@ -42,7 +47,7 @@ private:
   Shape domain_;
   std::vector<std::string> coords_;
   std::map<ValueId, std::string> values_;
-  std::map<NodeId, std::pair<std::string, std::string>> stats_;
+  std::map<NodeId, NormTerms> stats_;
   std::vector<bool> in_kernel_; // node id -> computed by this kernel
 };
 
