@@ -103,6 +103,16 @@
 //                                  for launches of few blocks); the entry is
 //                                  declared __cluster_dims__(kSplitK, 1, 1)
 //                                  and grid.x is kSplitK times the column blocks
+//   "block_end"     constexpr int kBlockEnd  0, or N > 0: output blocks from
+//                                  the N-th on (row-major over row and column
+//                                  blocks, one batch) are left to a split tail
+//   "block_begin"   constexpr int kBlockBegin  0, or N > 0: this launch is that
+//                                  split tail: its clusters of kSplitK blocks
+//                                  along x take output blocks N, N + 1, ...
+//                                  (grid.x = kSplitK * their count; y = z = 1).
+//                                  The last wave of a launch of several waves
+//                                  that would leave most SMs idle becomes a
+//                                  short one (bench/NOTES.md v20)
 //   "stages"        constexpr int kStages   slices in flight on the cp.async
 //                                  path (tensor cores, vector operands along k)
 //   "shared_floats" constexpr int kDynamicSharedFloats  the launch's dynamic
@@ -218,6 +228,10 @@ FUSEGEN_HOOK("shared_floats") constexpr int kDynamicSharedFloats = 0;
 FUSEGEN_HOOK("stages") constexpr int kStages = 2;
 
 FUSEGEN_HOOK("split_k") constexpr int kSplitK = 1;
+
+FUSEGEN_HOOK("block_end") constexpr int kBlockEnd = 0;
+
+FUSEGEN_HOOK("block_begin") constexpr int kBlockBegin = 0;
 
 FUSEGEN_HOOK("epilogue")
 __device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n,
@@ -1367,6 +1381,9 @@ static_assert(kSplitK == 1 || (kInnerProduct != 0 && kHaveClusters), "split-K ne
 static_assert(kSplitK == 1 ||
                   (kBlockM * kBlockN % (kSplitK * kThreads) == 0 && kDynamicSharedFloats >= kBlockM * kBlockN),
               "split-K stages the block's accumulators in shared memory");
+static_assert(kBlockBegin >= 0 && kBlockEnd >= 0 && (kBlockBegin == 0 || kBlockEnd == 0),
+              "a launch is a split tail (kBlockBegin) or leaves one (kBlockEnd), not both");
+static_assert(kBlockBegin == 0 || kInnerProduct != 0, "a split tail runs on tensor cores");
 
 __device__ __forceinline__ unsigned int cluster_rank() {
   unsigned int rank = 0;
@@ -1446,6 +1463,23 @@ __device__ __forceinline__ bool reduce_split_k(float* smem, float (&acc)[kFragsM
   return true;
 }
 
+// One output block on tensor cores: its products (this rank's share with
+// split-K), the cluster's sum, and the epilogue in the rank that holds it.
+__device__ __forceinline__ void tensor_core_block(const FusegenArgs& args, float* smem, const GemmExtents& e,
+                                                  long long batch, long long m0, long long n0) {
+  float acc[kFragsM][kFragsN][4] = {};
+  if constexpr (kWgmma)
+    accumulate_block_wgmma(args, smem, e, batch, m0, n0, acc);
+  else if constexpr (kAsync)
+    accumulate_block_async(args, smem, e, batch, m0, n0, acc);
+  else
+    accumulate_block_tc(args, smem, e, batch, m0, n0, acc);
+  if constexpr (kSplitK > 1)
+    if (!reduce_split_k(smem, acc))
+      return; // the same for the whole block: rank 0 finishes the output block
+  finish_block_tc(args, smem, e, batch, m0, n0, acc);
+}
+
 __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
   // SIMT: static shared memory; tensor cores: the launch's dynamic shared
   // memory (more than the static 48 KB limit).
@@ -1468,11 +1502,20 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
   // blocks (a cluster) each; batches and row blocks beyond gridDim.z /
   // gridDim.y (65535) are looped over. A third, innermost loop over columns
   // costs about 60 registers.
+  const long long column_blocks = (e.cols + kBlockN - 1) / kBlockN;
+  if constexpr (kBlockBegin > 0) { // a split tail: one output block per cluster
+    const long long block = kBlockBegin + static_cast<long long>(blockIdx.x / kSplitK);
+    if (block < row_blocks * column_blocks)
+      tensor_core_block(args, smem, e, 0, (block / column_blocks) * kBlockM, (block % column_blocks) * kBlockN);
+    return;
+  }
   const long long n0 = static_cast<long long>(blockIdx.x / kSplitK) * kBlockN;
   if (n0 >= e.cols)
     return;
   for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z)
     for (long long row_block = blockIdx.y; row_block < row_blocks; row_block += gridDim.y) {
+      if (kBlockEnd > 0 && row_block * column_blocks + blockIdx.x / kSplitK >= kBlockEnd)
+        continue; // the split tail's
       const long long m0 = row_block * kBlockM;
       __syncthreads(); // the previous block's epilogue may still read shared memory
       if constexpr (kInnerProduct == 0) {
@@ -1480,17 +1523,7 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
         accumulate_tile(args, smem, e, batch, m0, n0, acc);
         finish_tile(args, smem, e, batch, row_block, m0, n0, acc);
       } else {
-        float acc[kFragsM][kFragsN][4] = {};
-        if constexpr (kWgmma)
-          accumulate_block_wgmma(args, smem, e, batch, m0, n0, acc);
-        else if constexpr (kAsync)
-          accumulate_block_async(args, smem, e, batch, m0, n0, acc);
-        else
-          accumulate_block_tc(args, smem, e, batch, m0, n0, acc);
-        if constexpr (kSplitK > 1)
-          if (!reduce_split_k(smem, acc))
-            continue; // the same for the whole block: rank 0 finishes the output block
-        finish_block_tc(args, smem, e, batch, m0, n0, acc);
+        tensor_core_block(args, smem, e, batch, m0, n0);
       }
     }
 }

@@ -29,17 +29,29 @@ struct FusegenArgs {
   long long dim[8];
 };
 
-// First thing in every generated kernel. The runtime launches each kernel of
-// a fusion after the first as a programmatic dependent launch (sm_90): it
-// may start while the kernel before it still runs, and waits here until that
-// grid has finished and its memory writes are visible. Then it lets the
-// kernel after it start early in turn (which waits the same way). Without
-// such a launch both are no-ops.
-__device__ __forceinline__ void fusegen_grid_dependencies() {
+// fusegen_grid_dependencies() is the first thing in every generated kernel.
+// The runtime launches each kernel of a fusion after the first as a
+// programmatic dependent launch (sm_90): it may start while the kernel
+// before it still runs, and waits (fusegen_grid_wait) until that grid has
+// finished and its memory writes are visible. Then it lets the kernel after
+// it start early in turn (which waits the same way). A GEMM's split tail
+// reads nothing the kernel before it writes: it lets the next start first
+// and waits last. Without such a launch these are no-ops.
+__device__ __forceinline__ void fusegen_grid_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void fusegen_grid_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+
+__device__ __forceinline__ void fusegen_grid_dependencies() {
+  fusegen_grid_wait();
+  fusegen_grid_launch_dependents();
 }
 
 __device__ __forceinline__ float fusegen_is_nan(float x) { return x != x; }

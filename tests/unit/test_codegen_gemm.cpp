@@ -1001,6 +1001,63 @@ TEST(CodegenGemm, KernelBenchSpecs) {
   expect_dynamic_shared_memory(code, 0, "conv2d_groupnorm_scale_maxpool_clamp_k0");
 }
 
+// A launch of full waves of 128x128 blocks (132 per wave) and a few blocks
+// more leaves those to a split tail: a second launch whose clusters each
+// take one of them (templates/gemm.cu "block_begin"); the first launch's
+// blocks from there on return at once ("block_end").
+TEST(CodegenGemm, SplitTailTakesAShortLastWave) {
+  const std::string spec = read_file(std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/39_gemm_scale_batchnorm.fg");
+  // 16384 rows: 128 x 32 = 4096 blocks, 31 waves and 4 blocks, split 8 ways.
+  GeneratedCode code = generate(plans_of(spec, {{"N", 16384}}));
+  ASSERT_EQ(code.fusions.at(0).kernels.size(), 4u);
+  const KernelLaunch& main = launch_of(code, 0, 0);
+  const KernelLaunch& tail = launch_of(code, 0, 1);
+  EXPECT_EQ(main.cluster, 1);
+  EXPECT_EQ(main.grid[0].value, 32);
+  EXPECT_EQ(main.grid[1].value, 128);
+  EXPECT_EQ(tail.name, "fusegen_gemm_scale_batchnorm_k0_tail");
+  EXPECT_EQ(tail.kind, KernelKind::Gemm);
+  EXPECT_EQ(tail.cluster, 8);
+  EXPECT_EQ(tail.grid[0].value, 32);
+  EXPECT_EQ(tail.grid[1].value, 1);
+  const std::string k0 = kernel_text(code, "gemm_scale_batchnorm_k0");
+  const std::string k0_tail = kernel_text(code, "gemm_scale_batchnorm_k0_tail");
+  EXPECT_EQ(constant_of(k0, "kBlockEnd"), "4092");
+  EXPECT_EQ(constant_of(k0, "kBlockBegin"), "0");
+  EXPECT_EQ(constant_of(k0_tail, "kBlockEnd"), "0");
+  EXPECT_EQ(constant_of(k0_tail, "kBlockBegin"), "4092");
+  EXPECT_EQ(variant_of(k0_tail), "inner 1, block 128x128, tile_k 32, stages 4, vectors true/true, split 8");
+  EXPECT_EQ(std::to_string(tail.shared_bytes),
+            std::to_string(std::stoll(constant_of(k0_tail, "kDynamicSharedFloats")) * 4));
+  // It reads nothing the launch before it writes: it lets the next kernel
+  // start first and waits for the grids before it last.
+  EXPECT_TRUE(contains(k0_tail, "__cluster_dims__(kSplitK, 1, 1) fusegen_gemm_scale_batchnorm_k0_tail(const "
+                                "FusegenArgs args) {\n  fusegen_grid_launch_dependents();\n  gemm_main(args);\n  "
+                                "fusegen_grid_wait();\n}"))
+      << k0_tail;
+  EXPECT_TRUE(contains(code.source, "fusegen_gemm_scale_batchnorm_k0_tail<<<dim3((unsigned)32LL, (unsigned)1LL"));
+  expect_compiles(gemm_source(code), "split_tail", false);
+  expect_nvcc_clean(gemm_source(code), "split_tail", 2);
+  // 600 rows: 5 x 32 = 160 blocks, one wave and 28: split 4 ways.
+  code = generate(plans_of(spec, {{"N", 600}}));
+  EXPECT_EQ(launch_of(code, 0, 1).cluster, 4);
+  EXPECT_EQ(launch_of(code, 0, 1).grid[0].value, 112);
+  EXPECT_EQ(constant_of(kernel_text(code, "gemm_scale_batchnorm_k0"), "kBlockEnd"), "132");
+  // Not taken: 1024 rows (256 blocks, one wave and 124), tf32 (128x256
+  // blocks), sm_80 (no clusters), a forced block, an unknown batch.
+  auto kernels = [](const GeneratedCode& c) { return c.fusions.at(0).kernels.size(); };
+  EXPECT_EQ(kernels(generate(plans_of(spec, {{"N", 1024}}))), 3u);
+  EXPECT_EQ(kernels(generate(plans_of(spec, {{"N", 16384}}), Precision::TF32)), 3u);
+  EXPECT_EQ(kernels(generate(plans_of(spec, {{"N", 16384}}), Precision::Strict, 80)), 3u);
+  EXPECT_EQ(kernels(generate(plans_of(spec))), 3u);
+  CodegenOptions forced;
+  forced.gemm_block = GemmBlock{128, 128, 1};
+  Result<GeneratedCode> plain = generate_cuda(plans_of(spec, {{"N", 16384}}), forced);
+  ASSERT_TRUE(plain) << plain.error();
+  EXPECT_EQ(kernels(plain.value()), 3u);
+  EXPECT_EQ(constant_of(kernel_text(plain.value(), "gemm_scale_batchnorm_k0"), "kBlockEnd"), "0");
+}
+
 // ---- plans the GEMM kernel cannot fuse stay unfused ----
 // The planner fuses a normalization into the GEMM only where the tile can
 // compute its statistics; otherwise it runs as its own kernel.

@@ -60,6 +60,12 @@ struct KernelSource {
   std::string template_file;                // e.g. "elementwise.cu"
   std::map<std::string, std::string> hooks; // hook name -> replacement declaration
   KernelLaunch launch;                      // name filled in by the driver
+  // Launched right after this kernel for the same planned kernel, each its
+  // own template instance named the kernel's name + its name_suffix and
+  // described by its note (a GEMM's split tail).
+  std::vector<KernelSource> followers;
+  std::string name_suffix;
+  std::string note;
 };
 
 using KernelEmitter = std::function<Result<KernelSource>(const EmitContext&)>;

@@ -679,6 +679,42 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g)
   return v;
 }
 
+// ---- the last wave: a split tail ----
+
+// A launch of one or more full waves of 128x128 blocks (one per SM) and a
+// few blocks more would run those few in a last wave of its own while the
+// other SMs idle (chain 39 v0.1: 4096 blocks, 31 waves and 4). They go to a
+// second launch instead, each split over a cluster of 8 (or 4, 2) blocks, so
+// the last wave takes about 1/8 of a block's time (bench/NOTES.md v20). The
+// wave is 132 blocks, the H100 SXM's SMs; on a part with fewer the split
+// still runs, only where the last wave falls changes.
+struct TailSplit {
+  int64_t first_block = 0; // row-major over (row block, column block)
+  int64_t blocks = 0;
+  int split = 1;
+};
+
+std::optional<TailSplit> tail_split(const EmitContext& ctx, const GemmMapping& g, const GemmVariant& v) {
+  if (ctx.options().arch < 90 || ctx.options().gemm_block || v.inner_product == 0 || v.split_k > 1 ||
+      v.block_m != 128 || v.block_n != 128)
+    return std::nullopt;
+  if (!g.launch_rows.value || !g.launch_cols.value || !g.launch_depth.value || !g.launch_batches.value ||
+      *g.launch_batches.value != 1)
+    return std::nullopt;
+  const int64_t row_blocks = (*g.launch_rows.value + v.block_m - 1) / v.block_m;
+  const int64_t column_blocks = (*g.launch_cols.value + v.block_n - 1) / v.block_n;
+  if (row_blocks > kMaxGridYZ) // the main launch would loop over row blocks
+    return std::nullopt;
+  const int64_t blocks = row_blocks * column_blocks, left = blocks % kEnoughBlocks;
+  const int64_t slices = (*g.launch_depth.value + v.tile_k - 1) / v.tile_k;
+  if (blocks < kEnoughBlocks || left == 0)
+    return std::nullopt;
+  for (int split : {8, 4, 2})
+    if (left * split <= kEnoughBlocks && slices >= 2 * split)
+      return TailSplit{blocks - left, left, split};
+  return std::nullopt;
+}
+
 // ---- few columns: templates/narrow_gemm.cu ----
 
 // Column accumulators per thread. Up to 32 columns the narrow kernel beats
@@ -800,6 +836,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["inner_product"] = constant_hook("kInnerProduct", variant.inner_product);
   hooks["stages"] = constant_hook("kStages", variant.stages);
   hooks["split_k"] = constant_hook("kSplitK", variant.split_k);
+  hooks["block_begin"] = constant_hook("kBlockBegin", 0);
   hooks["a_depth_table"] = constant_hook("kADepthTable", static_cast<int>(g.a_depth_table));
   hooks["a_vector"] = bool_hook("kAVector", g.a_vector);
   hooks["b_vector"] = bool_hook("kBVector", g.b_vector);
@@ -832,6 +869,29 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
     float start = s.row_reduce == RowReduce::Min ? std::numeric_limits<float>::infinity()
                                                  : -std::numeric_limits<float>::infinity();
     source.launch.fills.push_back({ctx.plan().buffer_of(s.reduce->result), start});
+  }
+  const std::optional<TailSplit> tail = tail_split(ctx, g, variant);
+  hooks["block_end"] = constant_hook("kBlockEnd", tail ? tail->first_block : 0);
+  if (tail) {
+    GemmVariant split = variant;
+    split.split_k = tail->split;
+    KernelSource follower;
+    follower.template_file = source.template_file;
+    follower.name_suffix = "_tail";
+    follower.note = "the last " + std::to_string(tail->blocks) + " output blocks of " + ctx.kernel_name() +
+                    ", each split over a cluster of " + std::to_string(tail->split) + " blocks";
+    follower.hooks = hooks;
+    follower.hooks["split_k"] = constant_hook("kSplitK", split.split_k);
+    follower.hooks["shared_floats"] = constant_hook("kDynamicSharedFloats", static_cast<int>(split.shared_floats()));
+    follower.hooks["block_end"] = constant_hook("kBlockEnd", 0);
+    follower.hooks["block_begin"] = constant_hook("kBlockBegin", tail->first_block);
+    follower.hooks["entry"] = entry_hook(ctx, "kThreads, kMinBlocksPerSM", "gemm_main(args);",
+                                         "__cluster_dims__(kSplitK, 1, 1)", follower.name_suffix, GridWait::Last);
+    follower.launch.cluster = split.split_k;
+    follower.launch.grid = {ctx.constant(tail->blocks * split.split_k), ctx.constant(1), ctx.constant(1)};
+    follower.launch.block = kThreads;
+    follower.launch.shared_bytes = split.shared_floats() * 4;
+    source.followers.push_back(std::move(follower));
   }
   return source;
 }

@@ -229,18 +229,23 @@ Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const Codege
       Result<KernelSource> kernel = emitter_for(plan.kernels[k].kind)(ctx);
       if (!kernel)
         return Error{"fusion '" + fusion.name + "', kernel " + ctx.kernel_name() + ": " + kernel.error()};
-      kernel.value().launch.name = ctx.kernel_name();
-      kernel.value().launch.kind = plan.kernels[k].kind;
-      kernel.value().launch.template_file = kernel.value().template_file;
-      Result<std::string> text = instantiate(kernel.value(), ctx.kernel_name());
-      if (!text)
-        return Error{text.error()};
-      source.line();
-      source.raw(comment_block(print_kernel_plan(plan, k)));
-      source.line("namespace " + ctx.kernel_name() + "_impl {");
-      source.raw(text.value());
-      source.line("} // namespace " + ctx.kernel_name() + "_impl");
-      fusion.kernels.push_back(std::move(kernel.value().launch));
+      std::vector<KernelSource> launches = std::move(kernel.value().followers);
+      launches.insert(launches.begin(), std::move(kernel.value()));
+      for (KernelSource& launch : launches) {
+        const std::string name = ctx.kernel_name() + launch.name_suffix;
+        launch.launch.name = name;
+        launch.launch.kind = plan.kernels[k].kind;
+        launch.launch.template_file = launch.template_file;
+        Result<std::string> text = instantiate(launch, name);
+        if (!text)
+          return Error{text.error()};
+        source.line();
+        source.raw(comment_block(launch.name_suffix.empty() ? print_kernel_plan(plan, k) : name + ": " + launch.note));
+        source.line("namespace " + name + "_impl {");
+        source.raw(text.value());
+        source.line("} // namespace " + name + "_impl");
+        fusion.kernels.push_back(std::move(launch.launch));
+      }
     }
     write_launcher(plan, fusion, launchers);
     launchers.line();

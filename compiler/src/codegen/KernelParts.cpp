@@ -21,9 +21,12 @@ std::string function_hook(const std::string& return_type, const std::string& nam
 }
 
 std::string entry_hook(const EmitContext& ctx, const std::string& launch_bounds, const std::string& main_call,
-                       const std::string& attributes) {
+                       const std::string& attributes, const std::string& name_suffix, GridWait wait) {
+  std::string body = wait == GridWait::First
+                         ? "  fusegen_grid_dependencies();\n  " + main_call + "\n"
+                         : "  fusegen_grid_launch_dependents();\n  " + main_call + "\n  fusegen_grid_wait();\n";
   return "__global__ void __launch_bounds__(" + launch_bounds + ") " + (attributes.empty() ? "" : attributes + " ") +
-         ctx.kernel_name() + "(const FusegenArgs args) {\n  fusegen_grid_dependencies();\n  " + main_call + "\n}";
+         ctx.kernel_name() + name_suffix + "(const FusegenArgs args) {\n" + body + "}";
 }
 
 std::vector<std::pair<ValueId, BufferId>> stored_values(const EmitContext& ctx) {

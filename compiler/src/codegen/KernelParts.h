@@ -14,9 +14,17 @@ std::string constant_hook(const std::string& name, int64_t value);
 // (after the return type) and body lines.
 std::string function_hook(const std::string& return_type, const std::string& name, const std::string& params,
                           const std::vector<std::string>& body);
-// The renamed `__global__` entry calling the template's main function.
+// Where an entry waits for the kernel launched before it (programmatic
+// dependent launches, templates/helpers.cu): first, as every kernel that
+// reads what the one before wrote; or last, for a kernel that reads nothing
+// the one before writes (a GEMM's split tail, which then runs beside that
+// kernel's last wave), so that its end still means every grid before it ended.
+enum class GridWait { First, Last };
+// The renamed `__global__` entry calling the template's main function; its
+// name is the kernel's name + name_suffix.
 std::string entry_hook(const EmitContext& ctx, const std::string& launch_bounds, const std::string& main_call,
-                       const std::string& attributes = "");
+                       const std::string& attributes = "", const std::string& name_suffix = "",
+                       GridWait wait = GridWait::First);
 // The values this kernel computes that live in memory: (value, buffer).
 std::vector<std::pair<ValueId, BufferId>> stored_values(const EmitContext& ctx);
 // Values this kernel reads from memory that it does not compute itself.

@@ -718,8 +718,14 @@ TEST_F(FakeDriver, PastTwoToThe31ElementsIsLaunched) {
       .function(gemm->fusion().name)
       .call(gemm_args, {{"y", reinterpret_cast<void*>(uintptr_t{1} << 46), {rows, 256}}});
   kernels = kernel_launches();
-  ASSERT_EQ(kernels.size(), 1u);
+  // 32769 x 2 blocks of 128x128: 496 waves of 132 and 66 blocks, which a
+  // split tail takes (clusters of 2).
+  ASSERT_EQ(kernels.size(), 2u);
   EXPECT_LE(kernels[0].grid[1], 65535u);
+  EXPECT_EQ(kernels[1].kernel, "fusegen_matmul_groupnorm_leakyrelu_sum_k0_tail");
+  EXPECT_EQ(kernels[1].grid[0], 132u);
+  EXPECT_EQ(kernels[1].grid[1], 1u);
+  EXPECT_TRUE(kernels[1].programmatic);
 }
 
 TEST_F(FakeDriver, DriverErrorsNameTheCall) {

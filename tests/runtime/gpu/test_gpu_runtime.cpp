@@ -73,10 +73,10 @@ protected:
   }
 
   // `fusion` at N = n against the reference interpreter (output y; 1e-4 strict,
-  // 1e-2 tf32); `check_launch` sees the first kernel's launch as generated.
+  // 1e-2 tf32); `check_launches` sees the launches as generated.
   void expect_matches_reference(Runtime& rt, Program& program, const testing::LoadedModule& module,
                                 const Fusion& fusion, int64_t n, Precision precision, uint64_t seed,
-                                const std::function<void(const KernelLaunch&)>& check_launch) {
+                                const std::function<void(const std::vector<KernelLaunch>&)>& check_launches) {
     SCOPED_TRACE(fusion.name + " N=" + std::to_string(n) + " " + precision_name(precision));
     Diagnostics diags;
     std::optional<Fusion> c = specialize(fusion, {{"N", n}}, diags);
@@ -85,7 +85,7 @@ protected:
     codegen.precision = precision;
     Result<GeneratedCode> code = generate_cuda({plan_fusion(*c)}, codegen);
     ASSERT_TRUE(code) << code.error();
-    check_launch(code.value().fusions.at(0).kernels.at(0));
+    check_launches(code.value().fusions.at(0).kernels);
     std::map<std::string, HostTensor> inputs = make_random_arguments(*c, seed);
     Result<InterpreterResult> want = interpret(fusion, inputs);
     ASSERT_TRUE(want) << want.error();
@@ -259,9 +259,11 @@ fusion split_norm {
     Program program = rt.load_string(text, "split.fg");
     for (const Fusion& fusion : module->module.fusions)
       for (int64_t n : {50, 130})
-        expect_matches_reference(rt, program, *module, fusion, n, precision, 7, [](const KernelLaunch& launch) {
-          EXPECT_EQ(launch.cluster, 8); // the generator does split these (2 or 6 blocks of 64x64)
-        });
+        expect_matches_reference(rt, program, *module, fusion, n, precision, 7,
+                                 [](const std::vector<KernelLaunch>& launches) {
+                                   // the generator does split these (2 or 6 blocks of 64x64)
+                                   EXPECT_EQ(launches.at(0).cluster, 8);
+                                 });
   }
   EXPECT_EQ(log_.count(), 0u);
 }
@@ -324,9 +326,55 @@ fusion wide_stats {
     Program program = rt.load_string(text, "conv.fg");
     for (const Fusion& fusion : module->module.fusions)
       for (int64_t n : {1, 7, 130})
-        expect_matches_reference(rt, program, *module, fusion, n, precision, 11, [&](const KernelLaunch& launch) {
-          EXPECT_EQ(launch.template_file, expected_template(fusion.name, precision));
-        });
+        expect_matches_reference(rt, program, *module, fusion, n, precision, 11,
+                                 [&](const std::vector<KernelLaunch>& launches) {
+                                   EXPECT_EQ(launches.at(0).template_file, expected_template(fusion.name, precision));
+                                 });
+  }
+  EXPECT_EQ(log_.count(), 0u);
+}
+
+// A GEMM of 532 output blocks of 128x128 (4 waves of 132 and 4 blocks)
+// leaves its last 4 blocks to a split tail: a second launch whose clusters of
+// 4 blocks each take one (templates/gemm.cu "block_begin"), beside the first
+// launch's last wave. The tail holds the partial last row block; against the
+// reference with batch_norm statistics and with a row norm and row minimum
+// in the epilogue, in both precisions.
+TEST_F(GpuRuntime, SplitTailMatchesTheReference) {
+  const std::string text = R"(
+fusion tail_batch_norm {
+  input x : f32[N, 256]
+  param w : f32[128, 256]
+  param b : f32[128]
+  state mean : f32[128]
+  state var : f32[128]
+  output y = batch_norm(linear(x, w, b) * 0.5, mean, var, training=true, momentum=0.1, eps=1e-5)
+}
+fusion tail_row_min {
+  input x : f32[N, 256]
+  param w : f32[128, 256]
+  param g : f32[128]
+  param beta : f32[128]
+  h = group_norm(linear(x, w), num_groups=4, weight=g, bias=beta, eps=1e-5)
+  output y = min(h, dim=1, keepdim=true)
+}
+)";
+  auto module = testing::load_module(text, "tail.fg");
+  ASSERT_TRUE(module);
+  for (Precision precision : {Precision::Strict, Precision::TF32}) {
+    RuntimeOptions o = options();
+    o.precision = precision;
+    Runtime rt(0, o);
+    Program program = rt.load_string(text, "tail.fg");
+    for (const Fusion& fusion : module->module.fusions)
+      expect_matches_reference(rt, program, *module, fusion, 68000, precision, 13,
+                               [](const std::vector<KernelLaunch>& launches) {
+                                 ASSERT_GE(launches.size(), 2u);
+                                 EXPECT_EQ(launches.at(0).cluster, 1);
+                                 EXPECT_TRUE(launches.at(1).name.ends_with("_k0_tail")) << launches.at(1).name;
+                                 EXPECT_EQ(launches.at(1).cluster, 4);
+                                 EXPECT_EQ(launches.at(1).grid[0].value, std::optional<int64_t>(16));
+                               });
   }
   EXPECT_EQ(log_.count(), 0u);
 }
