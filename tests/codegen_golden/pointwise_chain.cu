@@ -136,6 +136,9 @@ __device__ __forceinline__ FusegenWelford fusegen_welford_add(FusegenWelford s, 
   return s;
 }
 
+// The partial statistics (count, mean, M2) stored at p.
+__device__ __forceinline__ FusegenWelford fusegen_welford_at(const float* p) { return FusegenWelford{p[0], p[1], p[2]}; }
+
 // Chan et al.: merge two partial statistics without cancellation.
 __device__ __forceinline__ FusegenWelford fusegen_welford_merge(FusegenWelford a, FusegenWelford b) {
   if (b.count == 0.0f) return a;

@@ -115,7 +115,7 @@ TEST(CodegenStats, BatchNormOnPlainInput) {
   std::string finalize = kernel_text(code.source, "fusegen_bn_plain_k1");
   EXPECT_TRUE(contains(finalize, "return ((args.dim[0] + 63LL) / 64LL);")) << "partials per channel";
   EXPECT_TRUE(contains(finalize, "(part * 100LL + row) * 3"));
-  EXPECT_TRUE(contains(finalize, "1.0f / sqrtf(variance + 9.99999975e-06f)"));
+  EXPECT_TRUE(contains(finalize, "1.0f / sqrtf(fmaxf(total.m2 / total.count, 0.0f) + 9.99999975e-06f)"));
   // Running stats updated in place like torch: momentum-weighted, unbiased variance.
   EXPECT_TRUE(contains(finalize, "= 0.899999976f * args.buf[3][row] + 0.100000001f * mean;"));
   EXPECT_TRUE(contains(finalize, "= 0.899999976f * args.buf[4][row] + 0.100000001f * (total.m2 / (total.count - 1.0f));"));
@@ -137,6 +137,33 @@ TEST(CodegenStats, BatchNormSpecialized) {
   EXPECT_FALSE(contains(code.source, "args.dim["));
 }
 
+// At most 4 row tiles (N <= 256, known): no finalize kernel; the apply
+// merges each channel's partials in row-tile order and row 0's elements
+// update the running stats.
+TEST(CodegenStats, FewRowsApplyMergesThePartials) {
+  FUSEGEN_SKIP_WITHOUT_NVRTC();
+  Plan plan = plan_of(kBatchNorm2d, {{"N", 200}});
+  ASSERT_EQ(plan.kernels.size(), 2u);
+  EXPECT_EQ(plan.kernels[0].kind, KernelKind::ColumnStats);
+  EXPECT_EQ(plan.kernels[1].kind, KernelKind::Elementwise);
+  GeneratedCode code = generate(plan);
+  expect_compiles(code, "bn_plain_n200");
+  std::string apply = kernel_text(code.source, "fusegen_bn_plain_k1");
+  // Four tiles merged in order, in the scalar and the vector body.
+  EXPECT_TRUE(contains(apply, "fusegen_welford_merge(fusegen_welford_merge(fusegen_welford_merge(fusegen_welford_at("
+                              "args.buf[6] + (0LL * 100LL + c1) * 3), fusegen_welford_at(args.buf[6] + (1LL * 100LL "
+                              "+ c1) * 3))"))
+      << apply;
+  EXPECT_TRUE(contains(apply, "fusegen_welford_at(args.buf[6] + (3LL * 100LL + (c1 + 3)) * 3))"));
+  EXPECT_TRUE(contains(apply, "if (c0 == 0) args.buf[3][(c1 + 2)] = 0.899999976f * args.buf[3][(c1 + 2)] + "
+                              "0.100000001f * mean0_2;"));
+  EXPECT_TRUE(contains(apply, "if (c0 == 0) args.buf[4][c1] = 0.899999976f * args.buf[4][c1] + 0.100000001f * "
+                              "(total0_0.m2 / (total0_0.count - 1.0f));"));
+  // 5 tiles, or an unknown N: a finalize kernel as before.
+  EXPECT_EQ(plan_of(kBatchNorm2d, {{"N", 257}}).kernels.size(), 3u);
+  EXPECT_EQ(plan_of(kBatchNorm2d).kernels.size(), 3u);
+}
+
 TEST(CodegenStats, BatchNorm4d) {
   FUSEGEN_SKIP_WITHOUT_NVRTC();
   const char* spec = R"(
@@ -156,7 +183,7 @@ fusion bn_4d {
   std::string finalize = kernel_text(code.source, "fusegen_bn_4d_k1");
   EXPECT_TRUE(contains(finalize, "0.699999988f * args.buf["));
   EXPECT_TRUE(contains(finalize, "0.300000012f * mean;"));
-  EXPECT_TRUE(contains(finalize, "variance + 0.00100000005f"));
+  EXPECT_TRUE(contains(finalize, "0.0f) + 0.00100000005f)"));
 
   GeneratedCode fixed = generate(plan_of(spec, {{"N", 130}}));
   expect_compiles(fixed, "bn_4d_n130");

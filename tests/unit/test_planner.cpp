@@ -87,6 +87,20 @@ TEST(Planner, Chain39IsGemmStatsFinalizeApply) {
   EXPECT_EQ(written, (std::vector<std::string>{"running_mean", "running_var", "stats_2"}));
 }
 
+// At KernelBench's small batch (128 rows: two row tiles) the apply merges
+// the partials itself and updates the running stats: no finalize kernel.
+TEST(Planner, Chain39AtFewRowsIsGemmThenApply) {
+  Plan plan = plan_fusion(compile_one(read("specs/kernelbench/small/39_gemm_scale_batchnorm.fg"), {{"N", 128}}));
+  EXPECT_EQ(summary(plan), (Kernels{"gemm[linear,mul]", "elementwise[,batch_norm]"}));
+  std::vector<std::string> read, written;
+  for (BufferId id : plan.kernels[1].reads)
+    read.push_back(plan.buffer(id).name);
+  for (BufferId id : plan.kernels[1].writes)
+    written.push_back(plan.buffer(id).name);
+  EXPECT_EQ(read, (std::vector<std::string>{"bn_w", "bn_b", "running_mean", "running_var", "t9", "partials_2"}));
+  EXPECT_EQ(written, (std::vector<std::string>{"running_mean", "running_var", "y"}));
+}
+
 TEST(Planner, Chain85IsConvWithStatsThenPoolWithNormPrologue) {
   for (const char* path : {"specs/kernelbench/85_conv2d_groupnorm_scale_maxpool_clamp.fg",
                            "specs/kernelbench/small/85_conv2d_groupnorm_scale_maxpool_clamp.fg"}) {

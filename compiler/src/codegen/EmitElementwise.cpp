@@ -1,6 +1,7 @@
 // Elementwise kernels (templates/elementwise.cu): every element of the
 // domain decodes its coordinates, loads its operands with broadcasting,
 // evaluates the kernel's pointwise chain and stores each output.
+#include "codegen/BatchNormStats.h"
 #include "codegen/Emitters.h"
 #include "codegen/HookBody.h"
 #include "codegen/KernelParts.h"
@@ -21,61 +22,108 @@ Shape domain_of(const EmitContext& ctx) {
   return ctx.fusion().value(ctx.fusion().node(ctx.step().nodes().front()).result).type.shape;
 }
 
-std::vector<std::string> scalar_body(const EmitContext& ctx, const Shape& domain) {
+// The per-lane terms of a split batch_norm over [N, C] that this kernel
+// applies, for `lanes` consecutive elements (1, or 4 in the vector body), or
+// none. Its channel is the last coordinate, so four consecutive elements
+// take four consecutive channels: their finalized statistics (mean and 1/std
+// interleaved) as two float4 and each affine param as one, instead of
+// sixteen scalar loads (bench/NOTES.md v19). Without finalized statistics
+// (few rows: the planner left out the finalize kernel) each channel's
+// partials are merged here in row-tile order, and the elements of row 0
+// update the running stats. Empty terms are loaded by the PointwiseEmitter.
+Result<std::vector<PointwiseEmitter::NormTerms>> split_batch_norm_terms(const EmitContext& ctx, const Shape& domain,
+                                                                        int lanes, Body& body) {
+  NodeId id = ctx.step().stats_in;
+  if (id == kNoId || domain.size() != 2)
+    return std::vector<PointwiseEmitter::NormTerms>{};
+  const Node& node = ctx.fusion().node(id);
+  if (node.op != "batch_norm" || ctx.fusion().value(node.operands[0]).type.rank() != 2)
+    return std::vector<PointwiseEmitter::NormTerms>{};
+  const std::vector<std::string> coords = coord_names(2);
+  const std::string& channel = coords[1];
+  auto float4_at = [&](const std::string& name, const std::string& address) {
+    body.declare(name, "const float4 " + name + " = *reinterpret_cast<const float4*>(" + address + ");");
+  };
+  const std::string n = std::to_string(id);
+  std::vector<PointwiseEmitter::NormTerms> terms(static_cast<size_t>(lanes));
+  if (const BufferId stats = ctx.stats_buffer(id, true); stats != kNoId) {
+    if (lanes == 1)
+      return terms; // loaded where used
+    float4_at("stats" + n + "a", ctx.buffer(stats) + " + 2 * " + channel);
+    float4_at("stats" + n + "b", ctx.buffer(stats) + " + 2 * " + channel + " + 4");
+    for (int lane = 0; lane < 4; ++lane) {
+      std::string pair = "stats" + n + (lane < 2 ? "a." : "b.");
+      terms[lane].mean = pair + kLanes[(lane % 2) * 2];
+      terms[lane].rstd = pair + kLanes[(lane % 2) * 2 + 1];
+    }
+  } else {
+    const PlanBuffer& partials = ctx.plan().buffer(ctx.stats_buffer(id, false));
+    const Shape& input = ctx.fusion().value(node.operands[0]).type.shape;
+    if (!partials.shape[0].is_constant() || partials.ceil_div.empty())
+      return Error{"internal error: " + partials.name + " has no known row-tile count to merge"};
+    const int64_t parts = (partials.shape[0].value() + partials.ceil_div[0] - 1) / partials.ceil_div[0];
+    const double eps = std::get<double>(node.attrs.at("eps"));
+    for (int lane = 0; lane < lanes; ++lane) {
+      const std::string c = lanes == 1 ? channel : "(" + channel + " + " + std::to_string(lane) + ")";
+      const std::string suffix = n + "_" + std::to_string(lane), total = "total" + suffix;
+      std::string merged;
+      for (int64_t part = 0; part < parts; ++part) {
+        std::string at = "fusegen_welford_at(" + ctx.buffer(ctx.stats_buffer(id, false)) + " + (" +
+                         std::to_string(part) + "LL * " + ctx.dim(input[1]) + " + " + c + ") * 3)";
+        merged = part == 0 ? at : "fusegen_welford_merge(" + merged + ", " + at + ")";
+      }
+      body.declare(total, "const FusegenWelford " + total + " = " + merged + ";");
+      body.declare("mean" + suffix, "const float mean" + suffix + " = " + total + ".mean;");
+      body.declare("rstd" + suffix, "const float rstd" + suffix + " = " + batch_norm_rstd(total, eps) + ";");
+      terms[lane].mean = "mean" + suffix;
+      terms[lane].rstd = "rstd" + suffix;
+      Result<std::vector<std::string>> updates = running_stat_updates(ctx, node, c, "mean" + suffix, total);
+      if (!updates)
+        return Error{updates.error()};
+      for (const std::string& line : updates.value())
+        body.lines().push_back("if (" + coords[0] + " == 0) " + line);
+    }
+  }
+  if (lanes == 4) {
+    const OpDef* op = OpRegistry::builtin().find(node.op);
+    for (const char* param : {"weight", "bias"}) {
+      ValueId value = node.operands[static_cast<size_t>(op->tensor_slot(param))];
+      if (value == kNoId)
+        continue;
+      std::string name = param + n;
+      float4_at(name, ctx.value_buffer(value) + " + " + channel);
+      for (int lane = 0; lane < 4; ++lane)
+        (param[0] == 'w' ? terms[lane].weight : terms[lane].bias) = name + "." + kLanes[lane];
+    }
+  }
+  return terms;
+}
+
+Result<std::vector<std::string>> scalar_body(const EmitContext& ctx, const Shape& domain) {
   Body body;
   declare_coordinates(ctx, domain, "index", body);
+  Result<std::vector<PointwiseEmitter::NormTerms>> norm = split_batch_norm_terms(ctx, domain, 1, body);
+  if (!norm)
+    return Error{norm.error()};
   PointwiseEmitter pointwise(ctx, body.lines(), domain, coord_names(domain.size()));
+  if (!norm.value().empty())
+    pointwise.bind_stats(ctx.step().stats_in, norm.value()[0]);
   bind_domain_loads(ctx, domain, "index", body, pointwise);
   for (const auto& [value, buffer] : stored_values(ctx))
     body.lines().push_back(ctx.buffer(buffer) + "[index] = " + pointwise.value(value) + ";");
   return body.finish({"args", "index"});
 }
 
-// The per-lane terms of a split batch_norm over [N, C] that this kernel
-// applies, or none. Its channel is the last coordinate, so four consecutive
-// elements take four consecutive channels: their statistics (mean and 1/std
-// interleaved) as two float4 and each affine param as one, instead of
-// sixteen scalar loads (bench/NOTES.md v19).
-std::vector<PointwiseEmitter::NormTerms> vector_norm_terms(const EmitContext& ctx, const Shape& domain,
-                                                           const std::string& channel, Body& body) {
-  NodeId id = ctx.step().stats_in;
-  if (id == kNoId || domain.size() != 2)
-    return {};
-  const Node& node = ctx.fusion().node(id);
-  if (node.op != "batch_norm" || ctx.fusion().value(node.operands[0]).type.rank() != 2)
-    return {};
-  auto float4_at = [&](const std::string& name, const std::string& address) {
-    body.declare(name, "const float4 " + name + " = *reinterpret_cast<const float4*>(" + address + ");");
-  };
-  std::string n = std::to_string(id), stats = ctx.buffer(ctx.stats_buffer(id, true));
-  float4_at("stats" + n + "a", stats + " + 2 * " + channel);
-  float4_at("stats" + n + "b", stats + " + 2 * " + channel + " + 4");
-  const OpDef* op = OpRegistry::builtin().find(node.op);
-  std::vector<PointwiseEmitter::NormTerms> lanes(4);
-  for (const char* param : {"weight", "bias"}) {
-    ValueId value = node.operands[static_cast<size_t>(op->tensor_slot(param))];
-    if (value == kNoId)
-      continue;
-    std::string name = param + n;
-    float4_at(name, ctx.value_buffer(value) + " + " + channel);
-    for (int lane = 0; lane < 4; ++lane)
-      (param[0] == 'w' ? lanes[lane].weight : lanes[lane].bias) = name + "." + kLanes[lane];
-  }
-  for (int lane = 0; lane < 4; ++lane) {
-    std::string pair = "stats" + n + (lane < 2 ? "a." : "b.");
-    lanes[lane].mean = pair + kLanes[(lane % 2) * 2];
-    lanes[lane].rstd = pair + kLanes[(lane % 2) * 2 + 1];
-  }
-  return lanes;
-}
-
 // Four consecutive elements: operands that vary along the last dim are read
 // as one float4, operands broadcast along it once; outputs stored as float4.
-std::vector<std::string> vector_body(const EmitContext& ctx, const Shape& domain) {
+Result<std::vector<std::string>> vector_body(const EmitContext& ctx, const Shape& domain) {
   Body body;
   declare_coordinates(ctx, domain, "index", body);
   std::vector<std::string> coords = coord_names(domain.size());
-  std::vector<PointwiseEmitter::NormTerms> norm_lanes = vector_norm_terms(ctx, domain, coords.back(), body);
+  Result<std::vector<PointwiseEmitter::NormTerms>> norm = split_batch_norm_terms(ctx, domain, 4, body);
+  if (!norm)
+    return Error{norm.error()};
+  const std::vector<PointwiseEmitter::NormTerms>& norm_lanes = norm.value();
   std::vector<std::pair<ValueId, std::string>> leaves; // value, float4 variable or "" for a scalar
   for (ValueId value : loaded_values(ctx)) {
     const Shape& shape = ctx.fusion().value(value).type.shape;
@@ -147,10 +195,15 @@ Result<KernelSource> emit_elementwise(const EmitContext& ctx) {
   source.hooks["vector_ok"] = function_hook("bool", "vector_ok", "const FusegenArgs& args",
                                             vectorize ? alignment_check(ctx)
                                                       : std::vector<std::string>{"(void)args;", "return false;"});
-  source.hooks["compute"] = function_hook("void", "compute", params, scalar_body(ctx, domain));
-  source.hooks["compute4"] =
-      function_hook("void", "compute4", params,
-                    vectorize ? vector_body(ctx, domain) : std::vector<std::string>{"(void)args;", "(void)index;"});
+  Result<std::vector<std::string>> scalar = scalar_body(ctx, domain);
+  if (!scalar)
+    return Error{scalar.error()};
+  Result<std::vector<std::string>> vector =
+      vectorize ? vector_body(ctx, domain) : std::vector<std::string>{"(void)args;", "(void)index;"};
+  if (!vector)
+    return Error{vector.error()};
+  source.hooks["compute"] = function_hook("void", "compute", params, scalar.value());
+  source.hooks["compute4"] = function_hook("void", "compute4", params, vector.value());
   source.hooks["entry"] = entry_hook(ctx, "kBlockSize", "elementwise_main(args);");
   SizeExpr numel = ctx.size(domain, 0, domain.size());
   source.launch.grid = {grid_stride_blocks(ctx, numel, kBlock * width, kMaxBlocks), ctx.constant(1), ctx.constant(1)};

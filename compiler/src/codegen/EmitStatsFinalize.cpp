@@ -6,6 +6,7 @@
 //    unbiased variance);
 //  * group_norm: partials [N, G, ceil(positions / tile_m), 3] -> stats [N, G, 2].
 // These are the layouts PointwiseEmitter::apply_split_norm reads.
+#include "codegen/BatchNormStats.h"
 #include "codegen/Emitters.h"
 #include "codegen/KernelParts.h"
 #include "fusegen/OpRegistry.h"
@@ -53,10 +54,8 @@ struct Layout {
 
 std::vector<std::string> write_stats(const EmitContext& ctx, BufferId stats, double eps) {
   std::string out = ctx.buffer(stats);
-  return {"const float mean = total.mean;",
-          "const float variance = fmaxf(total.m2 / total.count, 0.0f); // biased: normalizes the batch",
-          out + "[2 * row] = mean;",
-          out + "[2 * row + 1] = 1.0f / sqrtf(variance + " + ops::cuda_float(eps) + ");"};
+  return {"const float mean = total.mean;", out + "[2 * row] = mean;",
+          out + "[2 * row + 1] = " + batch_norm_rstd("total", eps) + "; // biased variance: normalizes the batch"};
 }
 
 Result<Layout> batch_norm_layout(const EmitContext& ctx, const Node& node, const PlanBuffer& partials,
@@ -74,26 +73,13 @@ Result<Layout> batch_norm_layout(const EmitContext& ctx, const Node& node, const
   // (large N) is not merged by 8 threads alone.
   if (layout.row_count.value && *layout.row_count.value <= kFewRows)
     layout.part_lanes = 32;
-  double eps = std::get<double>(node.attrs.at("eps"));
-  double momentum = std::get<double>(node.attrs.at("momentum"));
-  if (!std::isfinite(eps) || !std::isfinite(momentum))
-    return Error{"batch_norm eps and momentum must be finite"};
-  layout.finalize = write_stats(ctx, stats, eps);
-  const OpDef& op = *OpRegistry::builtin().find(node.op);
-  std::vector<std::string> mutated = op.mutates(node.attrs);
-  if (!mutated.empty()) {
-    std::string m = ops::cuda_float(momentum);
-    std::string keep = ops::cuda_float(1.0 - momentum);
+  Result<std::vector<std::string>> updates = running_stat_updates(ctx, node, "row", "mean", "total");
+  if (!updates)
+    return Error{updates.error()};
+  layout.finalize = write_stats(ctx, stats, std::get<double>(node.attrs.at("eps")));
+  if (!updates.value().empty())
     layout.finalize.push_back("// running stats as torch updates them: momentum-weighted, unbiased variance");
-    for (const std::string& param : mutated) {
-      ValueId state = node.operands[static_cast<size_t>(op.tensor_slot(param))];
-      if (state == kNoId || ctx.fusion().value(state).kind != ValueKind::State)
-        return Error{"batch_norm's " + param + " must be a `state` tensor to be updated in place"};
-      std::string buffer = ctx.value_buffer(state);
-      std::string batch = param == "running_mean" ? "mean" : "(total.m2 / (total.count - 1.0f))";
-      layout.finalize.push_back(buffer + "[row] = " + keep + " * " + buffer + "[row] + " + m + " * " + batch + ";");
-    }
-  }
+  layout.finalize.insert(layout.finalize.end(), updates.value().begin(), updates.value().end());
   return layout;
 }
 

@@ -85,8 +85,9 @@ std::string PointwiseEmitter::apply_split_norm(const Node& node) {
   std::string c = channel_coord(shape.size());
   std::string mean, rstd;
   const NormTerms* bound = nullptr;
-  if (auto it = stats_.find(node.id); it != stats_.end()) {
+  if (auto it = stats_.find(node.id); it != stats_.end())
     bound = &it->second;
+  if (bound && !bound->mean.empty()) {
     mean = bound->mean;
     rstd = bound->rstd;
   } else {

@@ -23,9 +23,9 @@ public:
   // A value already available as a C float expression.
   void bind(ValueId value, std::string expr);
   // For the apply step of a split normalization: expressions of the mean and
-  // 1/std that hold for the current element (otherwise read from the
-  // finalized statistics buffer), and of its weight and bias where given
-  // (otherwise read from their buffers).
+  // 1/std that hold for the current element, and of its weight and bias
+  // (each left empty: read from the finalized statistics buffer or the
+  // param's buffer).
   struct NormTerms {
     std::string mean, rstd, weight, bias;
   };

@@ -133,17 +133,23 @@ void assign_buffers(Plan& plan) {
     plan.kernels[static_cast<size_t>(producer)].writes.push_back(partials);
     if (KernelStep& source = plan.kernels[static_cast<size_t>(producer)]; source.kind == KernelKind::ColumnStats)
       add_unique(source.reads, value_buffer[node.operands[0]]);
-    if (finalizer < 0) {
-      for (size_t k : appliers)
+    const OpDef& op = op_of(node);
+    std::vector<std::string> mutated = op.mutates ? op.mutates(node.attrs) : std::vector<std::string>{};
+    if (finalizer < 0) { // the apply merges the partials (and updates the running stats)
+      for (size_t k : appliers) {
         add_unique(plan.kernels[k].reads, partials);
+        for (const std::string& param : mutated) {
+          BufferId state = value_buffer[node.operands[static_cast<size_t>(op.tensor_slot(param))]];
+          add_unique(plan.kernels[k].reads, state);
+          add_unique(plan.kernels[k].writes, state);
+        }
+      }
       continue;
     }
     BufferId finalized = add_buffer(plan, finalized_buffer(plan, node));
     KernelStep& finalize = plan.kernels[static_cast<size_t>(finalizer)];
     add_unique(finalize.reads, partials);
     add_unique(finalize.writes, finalized);
-    const OpDef& op = op_of(node);
-    std::vector<std::string> mutated = op.mutates ? op.mutates(node.attrs) : std::vector<std::string>{};
     for (const std::string& param : mutated) {
       BufferId state = value_buffer[node.operands[static_cast<size_t>(op.tensor_slot(param))]];
       add_unique(finalize.reads, state);

@@ -33,6 +33,7 @@ public:
         place_anchor(node);
     }
     finalize_unmerged_applies();
+    merge_small_batch_norm_finalizes();
     for (size_t i = 0; i < kernels_.size(); ++i)
       kernels_[i].step.name = fusion_.name + "_k" + std::to_string(i);
     std::vector<KernelStep> steps;
@@ -255,6 +256,8 @@ private:
     note(a, std::move(why));
   }
 
+  static constexpr const char* kApplyFinalizedNote = "applies batch_norm with the finalized statistics";
+
   void place_batch_norm(const Node& node) {
     if (!is_training_batch_norm(node)) {
       place_pointwise(node); // unreachable: eval batch_norm counts as pointwise
@@ -282,7 +285,7 @@ private:
     int f = add_kernel(KernelKind::StatsFinalize, nullptr);
     kernels_[static_cast<size_t>(f)].step.stats_in = node.id;
     note(f, "combines the partials (Chan), writes mean and 1/std, updates running_mean and running_var");
-    start_stats_apply(node, "applies batch_norm with the finalized statistics");
+    start_stats_apply(node, kApplyFinalizedNote);
   }
 
   // A reduction right after a normalization over the same rows stays in its kernel.
@@ -382,6 +385,42 @@ private:
                                     "not merged into a pool, so no block owns a whole group");
       kernels_.insert(kernels_.begin() + static_cast<long>(k), std::move(finalize));
       ++k;
+    }
+  }
+
+  // A batch_norm over [N, C] with few rows (N known, at most
+  // kApplyMergedParts row tiles of partials) needs no finalize kernel: its
+  // one elementwise apply merges each channel's partials itself and updates
+  // the running stats from the threads of row 0 (one launch fewer; chain 39
+  // small: 128 rows, 2 tiles).
+  static constexpr int64_t kApplyMergedParts = 4;
+
+  void merge_small_batch_norm_finalizes() {
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      const KernelStep& finalize = kernels_[k].step;
+      if (finalize.kind != KernelKind::StatsFinalize || fusion_.node(finalize.stats_in).op != "batch_norm")
+        continue;
+      const Node& norm = fusion_.node(finalize.stats_in);
+      const Shape& input = fusion_.value(norm.operands[0]).type.shape;
+      if (input.size() != 2 || !input[0].is_constant() ||
+          (input[0].value() + options_.gemm_tile_m - 1) / options_.gemm_tile_m > kApplyMergedParts)
+        continue;
+      std::vector<size_t> appliers;
+      for (size_t a = 0; a < kernels_.size(); ++a)
+        if (a != k && kernels_[a].step.stats_in == norm.id)
+          appliers.push_back(a);
+      if (appliers.size() != 1 || kernels_[appliers[0]].step.kind != KernelKind::Elementwise)
+        continue;
+      std::vector<std::string>& notes = kernels_[appliers[0]].step.notes;
+      std::erase(notes, kApplyFinalizedNote);
+      notes.push_back("applies batch_norm with statistics it merges from the partials itself (" +
+                      std::to_string((input[0].value() + options_.gemm_tile_m - 1) / options_.gemm_tile_m) +
+                      " row tiles: no finalize kernel); row 0 updates running_mean and running_var");
+      kernels_.erase(kernels_.begin() + static_cast<long>(k));
+      for (int& p : producer_)
+        if (p > static_cast<int>(k))
+          --p;
+      --k;
     }
   }
 
