@@ -1,5 +1,5 @@
 """The Python call path's host cost taken apart (bench/NOTES.md, "Where it
-stands"): one eager torch.add and torch.empty for scale, the attribute reads
+stands"): one eager torch.add, torch.empty and torch.empty_like for scale, the attribute reads
 the call makes on three torch tensors, torch's raw stream getter, the ctypes
 call of fusegen_function_call (with the driver's launch), and whole calls of
 the tiny fusion `y = a + b` on [1, 16] with and without pointer checks and
@@ -42,6 +42,7 @@ def main():
     cases = [
         ("torch.add", lambda: torch.add(a, b)),
         ("torch.empty", lambda: torch.empty((1, 16), dtype=f32, device="cuda:0")),
+        ("torch.empty_like", lambda: torch.empty_like(y)),
         ("attribute reads of 3 tensors", attribute_reads),
         ("raw stream", lambda: raw_stream(0)),
         ("ctypes call with launch, no checks", ctypes_call),

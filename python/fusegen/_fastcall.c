@@ -57,6 +57,7 @@ typedef struct {
   PyObject* raw_stream;     /* device index -> current stream handle (int) */
   PyObject* empty;          /* torch.empty */
   PyObject* empty_kwargs;   /* {"dtype": float32, "device": torch.device} */
+  PyObject* empty_like;     /* torch.empty_like, or None */
   PyObject* raise_status;   /* status (int) -> raises the library's error */
   unsigned long long taken; /* calls this path ran (tests read it) */
 } Caller;
@@ -108,21 +109,25 @@ static int usable_tensor(Caller* self, PyObject* t, PyObject** shape, void** dat
   return *shape ? 1 : -1;
 }
 
-/* The plan's (argument array address, output array address, output shapes)
- * as borrowed from plan.fast, or 0 when it is not usable. */
+/* The plan's (argument array address, output array address, output shapes,
+ * per output the argument of its shape or -1) as borrowed from plan.fast, or
+ * 0 when it is not usable. */
 static int plan_arrays(PyObject* plan, fusegen_tensor** args, fusegen_tensor** outs, PyObject** out_shapes,
-                       PyObject** fast) {
+                       PyObject** like, PyObject** fast) {
   *fast = PyObject_GetAttr(plan, s_fast);
   if (!*fast)
     return -1;
-  if (!PyTuple_Check(*fast) || PyTuple_GET_SIZE(*fast) != 3)
+  if (!PyTuple_Check(*fast) || PyTuple_GET_SIZE(*fast) != 4)
     return 0;
   *args = (fusegen_tensor*)PyLong_AsVoidPtr(PyTuple_GET_ITEM(*fast, 0));
   *outs = (fusegen_tensor*)PyLong_AsVoidPtr(PyTuple_GET_ITEM(*fast, 1));
   *out_shapes = PyTuple_GET_ITEM(*fast, 2);
+  *like = PyTuple_GET_ITEM(*fast, 3);
   if (PyErr_Occurred())
     return -1;
-  return PyTuple_Check(*out_shapes) ? 1 : 0;
+  return PyTuple_Check(*out_shapes) && PyTuple_Check(*like) && PyTuple_GET_SIZE(*like) == PyTuple_GET_SIZE(*out_shapes)
+             ? 1
+             : 0;
 }
 
 static PyObject* caller_call(Caller* self, PyObject* call_args, PyObject* call_kwargs) {
@@ -149,6 +154,7 @@ static PyObject* caller_call(Caller* self, PyObject* call_args, PyObject* call_k
   if (!key)
     return NULL;
   void* pointers[32];
+  PyObject* inputs[32]; /* borrowed from `tensors` */
   if (n_args > 32 || n_outs > 32) {
     result = Py_NewRef(Py_NotImplemented);
     goto done;
@@ -160,6 +166,7 @@ static PyObject* caller_call(Caller* self, PyObject* call_args, PyObject* call_k
         result = Py_NewRef(Py_NotImplemented);
       goto done;
     }
+    inputs[i] = t;
     PyObject* shape = NULL;
     const int usable = usable_tensor(self, t, &shape, &pointers[i]);
     if (usable <= 0) {
@@ -184,7 +191,8 @@ static PyObject* caller_call(Caller* self, PyObject* call_args, PyObject* call_k
   fusegen_tensor* args;
   fusegen_tensor* outs;
   PyObject* out_shapes;
-  const int arrays = plan_arrays(plan, &args, &outs, &out_shapes, &fast);
+  PyObject* like;
+  const int arrays = plan_arrays(plan, &args, &outs, &out_shapes, &like, &fast);
   if (arrays <= 0 || PyTuple_GET_SIZE(out_shapes) != n_outs) {
     if (arrays >= 0)
       result = Py_NewRef(Py_NotImplemented);
@@ -198,11 +206,20 @@ static PyObject* caller_call(Caller* self, PyObject* call_args, PyObject* call_k
     PyObject* expected = PyTuple_GET_ITEM(out_shapes, j);
     PyObject* t;
     if (out == Py_None) {
-      PyObject* empty_args = PyTuple_Pack(1, expected);
-      if (!empty_args)
+      const long same_shape = self->empty_like == Py_None ? -1 : PyLong_AsLong(PyTuple_GET_ITEM(like, j));
+      if (same_shape == -1 && PyErr_Occurred())
         goto done;
-      t = PyObject_Call(self->empty, empty_args, self->empty_kwargs);
-      Py_DECREF(empty_args);
+      /* Float32, contiguous, on the device (checked above) and no subclass,
+       * whose empty_like could return one: allocated like that argument. */
+      if (same_shape >= 0 && same_shape < n_args && Py_TYPE(inputs[same_shape]) == (PyTypeObject*)self->tensor_type) {
+        t = PyObject_CallFunctionObjArgs(self->empty_like, inputs[same_shape], NULL);
+      } else {
+        PyObject* empty_args = PyTuple_Pack(1, expected);
+        if (!empty_args)
+          goto done;
+        t = PyObject_Call(self->empty, empty_args, self->empty_kwargs);
+        Py_DECREF(empty_args);
+      }
       if (!t)
         goto done;
     } else {
@@ -281,15 +298,16 @@ done:
 }
 
 static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {
-  static char* keywords[] = {"call_address", "function",     "names",   "out_names",  "plans",
-                             "device",       "tensor_type",  "float32", "raw_stream", "empty",
-                             "torch_device", "raise_status", NULL};
+  static char* keywords[] = {"call_address", "function",     "names",        "out_names",  "plans",
+                             "device",       "tensor_type",  "float32",      "raw_stream", "empty",
+                             "empty_like",   "torch_device", "raise_status", NULL};
   PyObject *call_address, *function, *names, *out_names, *plans, *tensor_type, *float32, *raw_stream, *empty;
-  PyObject *torch_device, *raise_status;
+  PyObject *empty_like, *torch_device, *raise_status;
   long device;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!O!lO!OOOOO", keywords, &call_address, &function, &PyTuple_Type,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!O!lO!OOOOOO", keywords, &call_address, &function, &PyTuple_Type,
                                    &names, &PyTuple_Type, &out_names, &PyDict_Type, &plans, &device, &PyType_Type,
-                                   &tensor_type, &float32, &raw_stream, &empty, &torch_device, &raise_status))
+                                   &tensor_type, &float32, &raw_stream, &empty, &empty_like, &torch_device,
+                                   &raise_status))
     return -1;
   self->call = (call_fn)PyLong_AsVoidPtr(call_address);
   self->function = (const fusegen_function*)PyLong_AsVoidPtr(function);
@@ -310,6 +328,7 @@ static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {
   Py_XSETREF(self->float32, Py_NewRef(float32));
   Py_XSETREF(self->raw_stream, Py_NewRef(raw_stream));
   Py_XSETREF(self->empty, Py_NewRef(empty));
+  Py_XSETREF(self->empty_like, Py_NewRef(empty_like));
   Py_XSETREF(self->raise_status, Py_NewRef(raise_status));
   self->device = device;
   return 0;
@@ -324,6 +343,7 @@ static int caller_traverse(Caller* self, visitproc visit, void* arg) {
   Py_VISIT(self->raw_stream);
   Py_VISIT(self->empty);
   Py_VISIT(self->empty_kwargs);
+  Py_VISIT(self->empty_like);
   Py_VISIT(self->raise_status);
   return 0;
 }
@@ -337,6 +357,7 @@ static int caller_clear(Caller* self) {
   Py_CLEAR(self->raw_stream);
   Py_CLEAR(self->empty);
   Py_CLEAR(self->empty_kwargs);
+  Py_CLEAR(self->empty_like);
   Py_CLEAR(self->raise_status);
   return 0;
 }

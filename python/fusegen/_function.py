@@ -31,15 +31,19 @@ class _Plan:
 
     __slots__ = ("args", "arg_slots", "outs", "out_slots", "out_shapes", "keep", "fast")
 
-    def __init__(self, args, outs, out_shapes, keep):
+    def __init__(self, args, outs, arg_shapes, out_shapes, keep):
         self.args = args
         self.arg_slots = list(args)  # structs that share args' memory: `slot.data = p` writes into it
         self.outs = outs
         self.out_slots = list(outs)
         self.out_shapes = out_shapes
         self.keep = keep  # shape arrays the structs point to
-        # What the C call path (_fastcall.c) reads: the arrays' addresses and the output shapes.
-        self.fast = (ctypes.addressof(args), ctypes.addressof(outs), tuple(tuple(s) for s in out_shapes))
+        # What the C call path (_fastcall.c) reads: the arrays' addresses, the output
+        # shapes, and per output an argument of its shape or -1 (the C path allocates
+        # such an output with torch.empty_like, which costs about half of torch.empty).
+        shapes = [tuple(s) for s in arg_shapes]
+        like = tuple(shapes.index(tuple(s)) if tuple(s) in shapes else -1 for s in out_shapes)
+        self.fast = (ctypes.addressof(args), ctypes.addressof(outs), tuple(tuple(s) for s in out_shapes), like)
 
 
 _fastcall = None  # the module, False where it cannot be loaded; see _load_fastcall
@@ -227,7 +231,8 @@ class Function:
             call_address=ctypes.cast(self._c_call, ctypes.c_void_p).value, function=self._handle.value,
             names=self.argument_names, out_names=self.output_names, plans=self._plans, device=self._device,
             tensor_type=_tensors.TorchTensor, float32=_tensors.float32, raw_stream=_tensors.raw_stream,
-            empty=_tensors.empty, torch_device=self._torch_device or self._make_torch_device(),
+            empty=_tensors.empty, empty_like=_tensors.empty_like,
+            torch_device=self._torch_device or self._make_torch_device(),
             raise_status=lambda status, lib=self._lib: _raise_status(lib, status))
         return self._fast
 
@@ -313,7 +318,7 @@ class Function:
     def _plan(self, key):
         args, keep, out_shapes = self._output_shapes(key)
         outs, out_keep = self._tensor_array(self._out_names_b, out_shapes)
-        return _Plan(args, outs, out_shapes, (keep, out_keep))
+        return _Plan(args, outs, key, out_shapes, (keep, out_keep))
 
     # ---- without a launch ----
 

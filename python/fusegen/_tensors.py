@@ -14,13 +14,15 @@ from ._errors import ArgumentError
 TorchTensor = None   # torch.Tensor
 float32 = None       # torch.float32
 empty = None         # torch.empty
+empty_like = None    # torch.empty_like, or None where the torch module has none
 raw_stream = None    # device index -> the current stream's handle (int)
 
 
 def _bind(torch):
-    global TorchTensor, float32, empty, raw_stream
+    global TorchTensor, float32, empty, empty_like, raw_stream
     float32 = torch.float32
     empty = torch.empty
+    empty_like = getattr(torch, "empty_like", None)
     getter = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
     if getter is None:  # the public, slower way (it builds a Stream object per call)
         def getter(device):

@@ -48,7 +48,15 @@ torch = types.ModuleType("torch")
 torch.float32 = object()
 torch.float16 = object()
 torch.Tensor = Tensor
-torch.empty = lambda shape, dtype=None, device=None: Tensor(shape, dtype)
+allocated = {"empty": 0, "empty_like": 0}
+def empty(shape, dtype=None, device=None):
+    allocated["empty"] += 1
+    return Tensor(shape, dtype)
+def empty_like(t):
+    allocated["empty_like"] += 1
+    return Tensor(t.shape, t.dtype)
+torch.empty = empty
+torch.empty_like = empty_like
 torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: streams[-1] if streams else 0)
 torch.device = lambda kind, index: "%s:%d" % (kind, index)
 sys.modules["torch"] = torch
@@ -97,6 +105,7 @@ results["unknown_out"] = error(a=a, b=b, out={"z": out})
 results["wrong_arg_shape"] = error(a=a, b=Tensor((5, 16)))
 results["stats"] = rt.stats()
 results["c_calls"] = f._fast.taken if f._fast else None
+results["allocated"] = allocated
 print(json.dumps(results))
 '''
 
@@ -129,6 +138,10 @@ class FastPathTest(unittest.TestCase):
         # pointer (refused by the library) and the bad ones did not.
         self.assertEqual(by_c.pop("c_calls"), 6)
         self.assertIsNone(by_python.pop("c_calls"))
+        # y has a's shape: C allocates it like a (torch.empty_like), Python with torch.empty.
+        self.assertGreater(by_c["allocated"]["empty_like"], 0)
+        self.assertEqual(by_python["allocated"]["empty_like"], 0)
+        self.assertEqual(sum(by_c.pop("allocated").values()), sum(by_python.pop("allocated").values()))
         # The second child finds the first one's kernels on disk: compare launches only.
         self.assertEqual(by_c.pop("stats")["calls"], by_python.pop("stats")["calls"])
         # The same messages, but for the stand-in dtype's address in one.
