@@ -136,6 +136,21 @@ __device__ __forceinline__ FusegenWelford fusegen_welford_add(FusegenWelford s, 
   return s;
 }
 
+// x - trunc_tf32(x) rounded to tf32 (to nearest, ties away): the small part
+// of x's 3xTF32 split when the tensor cores read x itself as the big part
+// (they drop its low 13 bits). Used by the GEMM's in-loop split of B and by
+// the pass that splits B once per call, so both give the same bits.
+__device__ __forceinline__ float fusegen_tf32_rest(float x) {
+  const float rest = x - __uint_as_float(__float_as_uint(x) & 0xffffe000u);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned int bits;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(rest));
+  return __uint_as_float(bits);
+#else
+  return rest;
+#endif
+}
+
 // The partial statistics (count, mean, M2) stored at p.
 __device__ __forceinline__ FusegenWelford fusegen_welford_at(const float* p) { return FusegenWelford{p[0], p[1], p[2]}; }
 
@@ -292,6 +307,13 @@ namespace fusegen_linear_relu_k0_impl {
 //                                  for launches of few blocks); the entry is
 //                                  declared __cluster_dims__(kSplitK, 1, 1)
 //                                  and grid.x is kSplitK times the column blocks
+//   "b_split"       constexpr bool kBSplit  3xTF32 on wgmma: B's small parts
+//                                  come split (a pass before this kernel
+//                                  wrote them once per call, bench/NOTES.md
+//                                  v21) and are copied per slice beside B
+//                                  instead of split in shared memory
+//   "b_small_address" const float* b_small_address(args, b_base, k, n)  where
+//                                  B element (k, n)'s small part is (kBSplit)
 //   "block_end"     constexpr int kBlockEnd  0, or N > 0: output blocks from
 //                                  the N-th on (row-major over row and column
 //                                  blocks, one batch) are left to a split tail
@@ -424,6 +446,17 @@ constexpr int kDynamicSharedFloats = 18432;
 constexpr int kStages = 4;
 
 constexpr int kSplitK = 1;
+
+constexpr bool kBSplit = false;
+
+__device__ __forceinline__ const float* b_small_address(const FusegenArgs& args, long long b_base, long long k,
+                                                        long long n) {
+  (void)args;
+  (void)b_base;
+  (void)k;
+  (void)n;
+  return nullptr;
+}
 
 constexpr int kBlockEnd = 0;
 
@@ -562,11 +595,14 @@ static_assert(kWarpsM * kWarpM == kBlockM && kWarpsN * kWarpN == kBlockN && kFra
 // banks); wgmma takes 32-float (128-byte) rows in the 128-byte swizzle, whose
 // 16-byte chunk c of row r sits at chunk c ^ (r % 8) of that row.
 constexpr int kRowStride = kWgmma ? kTileK : kTileK + 4;
-constexpr int kAsyncSliceFloats = (kBlockM + kBlockN) * kRowStride;
-// wgmma with 3xTF32: two slices' small parts of B (same layout; A is split
-// in registers), and 1 KB of slack to align the slices to the swizzle's
-// 1024 bytes.
-constexpr int kSmallFloats = kWgmma && kInnerProduct == 1 ? 2 * kBlockN * kRowStride : 0;
+// With B split before the kernel (kBSplit), each stage also holds B's small
+// parts, copied like B.
+constexpr bool kCopySmallB = kWgmma && kInnerProduct == 1 && kBSplit;
+constexpr int kAsyncSliceFloats = (kBlockM + kBlockN + (kCopySmallB ? kBlockN : 0)) * kRowStride;
+// wgmma with 3xTF32 splitting B here: two slices' small parts of B (same
+// layout; A is split in registers); and 1 KB of slack to align the slices
+// to the swizzle's 1024 bytes.
+constexpr int kSmallFloats = kWgmma && kInnerProduct == 1 && !kBSplit ? 2 * kBlockN * kRowStride : 0;
 constexpr int kAlignFloats = kWgmma ? 256 : 0;
 constexpr int kAsyncFloats = kStages * kAsyncSliceFloats + kSmallFloats + kAlignFloats > kEpilogueFloats
                                  ? kStages * kAsyncSliceFloats + kSmallFloats + kAlignFloats
@@ -891,6 +927,9 @@ __device__ __forceinline__ void copy_slice_async(const FusegenArgs& args, const 
     const long long n = n0 + nn, k = k0 + kk;
     gemm_copy16_async(bs + slice_offset(nn, kk), n < e.cols && k < e.depth ? b_address(args, b_base, k, n) : nullptr,
                       stand_in);
+    if constexpr (kCopySmallB)
+      gemm_copy16_async(bs + kBlockN * kRowStride + slice_offset(nn, kk),
+                        n < e.cols && k < e.depth ? b_small_address(args, b_base, k, n) : nullptr, stand_in);
   }
 }
 
@@ -1153,7 +1192,7 @@ template <int kCount>
 __device__ __forceinline__ void split_floats(const float* slice, float* small) {
   constexpr int kVectors = kCount / 4;
   static_assert(!kWgmma || kVectors % kThreads == 0, "split vectors must divide evenly among the threads");
-  auto rest = [](float x) { return __uint_as_float(gemm_tf32(x - __uint_as_float(__float_as_uint(x) & 0xffffe000u))); };
+  auto rest = [](float x) { return fusegen_tf32_rest(x); };
 #pragma unroll
   for (int i = 0; i < kVectors / kThreads; ++i) {
     const int v = (threadIdx.x + i * kThreads) * 4;
@@ -1243,7 +1282,31 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
   float* small = smem + kStages * kAsyncSliceFloats; // 3xTF32: two buffers of B's small parts
   constexpr int kBFloats = kBlockN * kRowStride;
   copy_first_slices<kAhead>(args, e, a_base, b_base, m0, n0, slices, smem);
-  if constexpr (kInnerProduct == 1) {
+  if constexpr (kCopySmallB) {
+    // B's small parts arrive with each slice: no split here, one barrier
+    // per slice (the slice has landed everywhere; slice s - 1's stage is
+    // free, its products having finished before the last iteration ended).
+#pragma unroll 1
+    for (long long s = 0; s < slices; ++s) {
+      gemm_copy_wait<kAhead - 1>();
+      gemm_fence_async_proxy(); // the tensor cores read what cp.async wrote
+      __syncthreads();
+      const long long next = s + kAhead;
+      if (next < slices)
+        copy_slice_async(args, e, a_base, b_base, m0, n0, slice_k(e, next),
+                         smem + (next % kStages) * kAsyncSliceFloats);
+      gemm_copy_commit();
+      float* slice = smem + (s % kStages) * kAsyncSliceFloats;
+      float sums[kFragsN][4] = {};
+      issue_slice_wgmma_split(slice, slice + (kBlockM + kBlockN) * kRowStride, sums);
+      gemm_wgmma_wait<0>();
+#pragma unroll
+      for (int j = 0; j < kFragsN; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          acc[0][j][r] += sums[j][r];
+    }
+  } else if constexpr (kInnerProduct == 1) {
     if (slices > 0) {
       gemm_copy_wait<kAhead - 1>();
       __syncthreads(); // slice 0 has landed

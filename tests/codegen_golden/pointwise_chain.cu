@@ -136,6 +136,21 @@ __device__ __forceinline__ FusegenWelford fusegen_welford_add(FusegenWelford s, 
   return s;
 }
 
+// x - trunc_tf32(x) rounded to tf32 (to nearest, ties away): the small part
+// of x's 3xTF32 split when the tensor cores read x itself as the big part
+// (they drop its low 13 bits). Used by the GEMM's in-loop split of B and by
+// the pass that splits B once per call, so both give the same bits.
+__device__ __forceinline__ float fusegen_tf32_rest(float x) {
+  const float rest = x - __uint_as_float(__float_as_uint(x) & 0xffffe000u);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned int bits;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(rest));
+  return __uint_as_float(bits);
+#else
+  return rest;
+#endif
+}
+
 // The partial statistics (count, mean, M2) stored at p.
 __device__ __forceinline__ FusegenWelford fusegen_welford_at(const float* p) { return FusegenWelford{p[0], p[1], p[2]}; }
 

@@ -174,6 +174,16 @@ const KernelLaunch& launch_of(const GeneratedCode& code, size_t fusion, size_t k
   return code.fusions.at(fusion).kernels.at(kernel);
 }
 
+// The launch of `kernel` (its name without "fusegen_"): a GEMM can come
+// after a pass that splits its weight.
+const KernelLaunch& launch_named(const GeneratedCode& code, size_t fusion, const std::string& kernel) {
+  for (const KernelLaunch& launch : code.fusions.at(fusion).kernels)
+    if (launch.name == "fusegen_" + kernel)
+      return launch;
+  ADD_FAILURE() << "no launch of " << kernel;
+  return code.fusions.at(fusion).kernels.at(0);
+}
+
 std::vector<KernelKind> kinds_of(const Plan& plan) {
   std::vector<KernelKind> kinds;
   for (const KernelStep& step : plan.kernels)
@@ -210,7 +220,7 @@ std::string variant_of(const std::string& kernel) {
 // floats (nonzero: tensor cores); the host launcher launches with it and,
 // above the default 48 KiB, first raises the kernel's limit to it.
 void expect_dynamic_shared_memory(const GeneratedCode& code, size_t fusion, const std::string& kernel) {
-  const KernelLaunch& launch = launch_of(code, fusion, 0);
+  const KernelLaunch& launch = launch_named(code, fusion, kernel);
   std::string floats = constant_of(kernel_text(code, kernel), "kDynamicSharedFloats");
   EXPECT_EQ(std::to_string(launch.shared_bytes), std::to_string(std::stoll(floats) * 4))
       << kernel << ": launch.shared_bytes vs kDynamicSharedFloats = " << floats << " floats";
@@ -579,7 +589,7 @@ void expect_variants(const DimBindings& dims, Precision precision, const std::ve
   for (size_t f = 0; f < cases.size(); ++f) {
     std::string kernel = kernel_text(code, cases[f].kernel);
     EXPECT_EQ(variant_of(kernel), cases[f].variant) << cases[f].kernel << ", " << what;
-    const KernelLaunch& launch = launch_of(code, f, 0);
+    const KernelLaunch& launch = launch_named(code, f, cases[f].kernel);
     std::array<std::optional<int64_t>, 3> grid{launch.grid[0].value, launch.grid[1].value, launch.grid[2].value};
     EXPECT_EQ(grid, cases[f].grid) << cases[f].kernel << ", " << what << ": grid";
     expect_dynamic_shared_memory(code, f, cases[f].kernel);
@@ -1009,9 +1019,10 @@ TEST(CodegenGemm, SplitTailTakesAShortLastWave) {
   const std::string spec = read_file(std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/39_gemm_scale_batchnorm.fg");
   // 16384 rows: 128 x 32 = 4096 blocks, 31 waves and 4 blocks, split 8 ways.
   GeneratedCode code = generate(plans_of(spec, {{"N", 16384}}));
-  ASSERT_EQ(code.fusions.at(0).kernels.size(), 4u);
-  const KernelLaunch& main = launch_of(code, 0, 0);
-  const KernelLaunch& tail = launch_of(code, 0, 1);
+  ASSERT_EQ(code.fusions.at(0).kernels.size(), 5u) << "split_b, k0, k0_tail, k1, k2";
+  const KernelLaunch& main = launch_of(code, 0, 1);
+  const KernelLaunch& tail = launch_of(code, 0, 2);
+  EXPECT_EQ(main.name, "fusegen_gemm_scale_batchnorm_k0");
   EXPECT_EQ(main.cluster, 1);
   EXPECT_EQ(main.grid[0].value, 32);
   EXPECT_EQ(main.grid[1].value, 128);
@@ -1054,8 +1065,53 @@ TEST(CodegenGemm, SplitTailTakesAShortLastWave) {
   forced.gemm_block = GemmBlock{128, 128, 1};
   Result<GeneratedCode> plain = generate_cuda(plans_of(spec, {{"N", 16384}}), forced);
   ASSERT_TRUE(plain) << plain.error();
-  EXPECT_EQ(kernels(plain.value()), 3u);
+  EXPECT_EQ(kernels(plain.value()), 4u) << "split_b, k0, k1, k2";
   EXPECT_EQ(constant_of(kernel_text(plain.value(), "gemm_scale_batchnorm_k0"), "kBlockEnd"), "0");
+}
+
+// A strict linear over 8192 rows or more (the planner's scratch) on wgmma
+// splits its weight into tf32 parts in a pass before the GEMM, which copies
+// the small parts per slice beside B instead of splitting B in every block
+// (templates/gemm.cu "b_split"); elsewhere the scratch gets no memory.
+TEST(CodegenGemm, WeightSplitOncePerCallForManyRows) {
+  const std::string spec = read_file(std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/39_gemm_scale_batchnorm.fg");
+  std::vector<Plan> plans = plans_of(spec, {{"N", 16384}});
+  ASSERT_NE(plans.at(0).kernels.at(0).b_split, kNoId);
+  const BufferId scratch = plans.at(0).kernels.at(0).b_split;
+  EXPECT_EQ(plans.at(0).buffer(scratch).name, "tf32_small_w");
+  EXPECT_EQ(plans.at(0).buffer(scratch).role, PlanBuffer::Role::Scratch);
+  GeneratedCode code = generate(plans);
+  const KernelLaunch& pass = launch_of(code, 0, 0);
+  EXPECT_EQ(pass.name, "fusegen_gemm_scale_batchnorm_k0_split_b");
+  EXPECT_EQ(pass.kind, KernelKind::Elementwise);
+  EXPECT_EQ(pass.template_file, "elementwise.cu");
+  const std::string split = kernel_text(code, "gemm_scale_batchnorm_k0_split_b");
+  const std::string b = "args.buf[" + std::to_string(scratch) + "]";
+  EXPECT_TRUE(contains(split, b + "[index] = fusegen_tf32_rest(args.buf[1][index]);")) << split;
+  EXPECT_TRUE(contains(split, "return 16777216LL;")) << "4096 x 4096 weights";
+  for (const char* kernel : {"gemm_scale_batchnorm_k0", "gemm_scale_batchnorm_k0_tail"}) {
+    const std::string text = kernel_text(code, kernel);
+    EXPECT_EQ(constant_of(text, "kBSplit"), "true") << kernel;
+    EXPECT_TRUE(contains(text, "return " + b + " + n * 4096LL + k;")) << kernel;
+    EXPECT_EQ(std::to_string(launch_named(code, 0, kernel).shared_bytes),
+              std::to_string(std::stoll(constant_of(text, "kDynamicSharedFloats")) * 4));
+  }
+  auto scratch_bytes = [&](const GeneratedCode& c) {
+    for (const WorkspaceSlot& slot : c.fusions.at(0).workspace)
+      if (slot.buffer == scratch)
+        return slot.bytes.value.value_or(-1);
+    return int64_t{-1};
+  };
+  EXPECT_EQ(scratch_bytes(code), int64_t{4096} * 4096 * 4);
+  expect_compiles(gemm_source(code), "b_split", false);
+  expect_nvcc_clean(gemm_source(code), "b_split", 2);
+  // Not used in tf32 precision or on sm_80: no pass, no memory.
+  for (const GeneratedCode& other : {generate(plans, Precision::TF32), generate(plans, Precision::Strict, 80)}) {
+    EXPECT_EQ(scratch_bytes(other), 0);
+    EXPECT_EQ(constant_of(kernel_text(other, "gemm_scale_batchnorm_k0"), "kBSplit"), "false");
+  }
+  // Fewer rows: no scratch.
+  EXPECT_EQ(plans_of(spec, {{"N", 8191}}).at(0).kernels.at(0).b_split, kNoId);
 }
 
 // ---- plans the GEMM kernel cannot fuse stay unfused ----

@@ -30,9 +30,11 @@ const char* kernel_kind_name(KernelKind kind);
 using BufferId = uint32_t;
 
 // Device memory a plan touches. Arguments and outputs are the caller's;
-// intermediates and statistics live in the workspace.
+// intermediates, statistics and scratch live in the workspace. Scratch is
+// room a kernel may use for its own ends (a strict GEMM's B split once per
+// call); the code generator gives it no memory when the kernel does not.
 struct PlanBuffer {
-  enum class Role { Argument, Output, Intermediate, Statistics };
+  enum class Role { Argument, Output, Intermediate, Statistics, Scratch };
   std::string name;
   Role role = Role::Intermediate;
   ValueId value = kNoId; // the IR value held (not for statistics)
@@ -58,6 +60,9 @@ struct KernelStep {
   // (finished by a later kernel), and the one whose statistics it applies.
   NodeId stats_out = kNoId;
   NodeId stats_in = kNoId;
+  // A strict linear over many rows: scratch for its weight's tf32 small
+  // parts, which the GEMM may split once per call instead of in every block.
+  BufferId b_split = kNoId;
   std::vector<BufferId> reads;  // buffers read (sorted)
   std::vector<BufferId> writes; // buffers written (sorted)
   std::vector<std::string> notes; // why the kernel looks the way it does

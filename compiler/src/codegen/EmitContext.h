@@ -60,12 +60,16 @@ struct KernelSource {
   std::string template_file;                // e.g. "elementwise.cu"
   std::map<std::string, std::string> hooks; // hook name -> replacement declaration
   KernelLaunch launch;                      // name filled in by the driver
-  // Launched right after this kernel for the same planned kernel, each its
-  // own template instance named the kernel's name + its name_suffix and
-  // described by its note (a GEMM's split tail).
-  std::vector<KernelSource> followers;
+  // Launched right before / after this kernel for the same planned kernel,
+  // each its own template instance named the kernel's name + its
+  // name_suffix and described by its note (a GEMM's pass that splits B, its
+  // split tail).
+  std::vector<KernelSource> leaders, followers;
   std::string name_suffix;
   std::string note;
+  // The plan's scratch buffers this kernel uses: they get workspace memory
+  // (the others none).
+  std::vector<BufferId> scratch_used;
 };
 
 using KernelEmitter = std::function<Result<KernelSource>(const EmitContext&)>;

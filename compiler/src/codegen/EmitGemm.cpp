@@ -551,6 +551,7 @@ struct GemmVariant {
   bool async = false; // cp.async pipeline: both operands vectors along k
   int stages = 2;
   int split_k = 1; // blocks (a cluster) sharing an output block's depth
+  bool b_split = false; // 3xTF32 on wgmma with B's small parts split before the kernel
   // Dynamic shared memory (tensor cores): the slices in flight, or the
   // epilogue tile and its scratch if larger (templates/gemm.cu asserts it is
   // enough).
@@ -565,7 +566,8 @@ struct GemmVariant {
       // gets the larger.
       const int64_t rows = block_m + block_n;
       const int64_t mma_sync = stages * rows * (tile_k + 4);
-      const int64_t wgmma = stages * rows * tile_k + (inner_product == 1 ? 2 * block_n * tile_k : 0) + 256;
+      const int64_t wgmma = stages * (rows + (b_split ? block_n : 0)) * tile_k +
+                            (inner_product == 1 && !b_split ? 2 * block_n * tile_k : 0) + 256;
       return std::max({mma_sync, block_m == 128 ? wgmma : 0, epilogue, split_k_staging()});
     }
     const int64_t slice = tile_k * ((block_m + kTensorCorePad) + (block_n + kTensorCorePad));
@@ -677,6 +679,54 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g)
       break;
     }
   return v;
+}
+
+// ---- B split once per call ----
+
+// A strict linear the planner gave scratch for (many rows) whose products
+// run on wgmma (sm_90, 128-row blocks on the cp.async path) has its weight
+// split into tf32 parts by a pass before the GEMM, and the GEMM copies the
+// small parts per slice beside B instead of splitting B in shared memory in
+// every block (templates/gemm.cu "b_split"; bench/NOTES.md v21).
+bool splits_b_once(const EmitContext& ctx, const GemmVariant& v) {
+  return ctx.step().b_split != kNoId && ctx.options().arch >= 90 && v.inner_product == 1 && v.async &&
+         v.block_m == 128 && v.tile_k == kTensorCoreTileK && ctx.fusion().node(ctx.step().anchor()).op == "linear";
+}
+
+// The pass: the weight's small parts, x - trunc_tf32(x) rounded to tf32
+// (fusegen_tf32_rest, as the in-loop split computes them), on
+// templates/elementwise.cu, launched before the GEMM.
+KernelSource b_split_pass(const EmitContext& ctx, ValueId weight) {
+  const std::string from = ctx.value_buffer(weight), to = ctx.buffer(ctx.step().b_split);
+  const SizeExpr numel = ctx.size(shape_of(ctx, weight), 0, shape_of(ctx, weight).size());
+  KernelSource pass;
+  pass.template_file = "elementwise.cu";
+  pass.launch.kind = KernelKind::Elementwise;
+  pass.name_suffix = "_split_b";
+  pass.note = "splits " + ctx.plan().buffer(ctx.plan().buffer_of(weight)).name + " into tf32 parts for " +
+              ctx.kernel_name() + " (its small parts into " + ctx.plan().buffer(ctx.step().b_split).name + ")";
+  const std::string params = "const FusegenArgs& args, long long index";
+  pass.hooks["block_size"] = constant_hook("kBlockSize", kThreads);
+  pass.hooks["vector_width"] = constant_hook("kVectorWidth", 4);
+  const std::string count = ctx.product(shape_of(ctx, weight), 0, shape_of(ctx, weight).size());
+  pass.hooks["numel"] =
+      function_hook("long long", "numel", "const FusegenArgs& args",
+                    {count.find("args") == std::string::npos ? "(void)args;" : "", "return " + count + ";"});
+  pass.hooks["vector_ok"] = function_hook("bool", "vector_ok", "const FusegenArgs& args",
+                                          {"return ((reinterpret_cast<unsigned long long>(" + from +
+                                           ") | reinterpret_cast<unsigned long long>(" + to + ")) & 15ULL) == 0;"});
+  pass.hooks["compute"] =
+      function_hook("void", "compute", params, {to + "[index] = fusegen_tf32_rest(" + from + "[index]);"});
+  pass.hooks["compute4"] = function_hook("void", "compute4", params,
+                                         {"const float4 x = *reinterpret_cast<const float4*>(" + from + " + index);",
+                                          "*reinterpret_cast<float4*>(" + to +
+                                              " + index) = make_float4(fusegen_tf32_rest(x.x), fusegen_tf32_rest(x.y), "
+                                              "fusegen_tf32_rest(x.z), fusegen_tf32_rest(x.w));"});
+  pass.hooks["entry"] = entry_hook(ctx, "kBlockSize", "elementwise_main(args);", "", pass.name_suffix);
+  pass.launch.grid = {grid_stride_blocks(ctx, numel, kThreads * 4, 65536), ctx.constant(1), ctx.constant(1)};
+  pass.launch.block = kThreads;
+  pass.scratch_used.push_back(ctx.step().b_split);
+  return pass;
 }
 
 // ---- the last wave: a split tail ----
@@ -828,7 +878,8 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   Result<GemmVariant> chosen = choose_variant(ctx, g);
   if (!chosen)
     return Error{chosen.error()};
-  const GemmVariant& variant = chosen.value();
+  GemmVariant& variant = chosen.value();
+  variant.b_split = splits_b_once(ctx, variant);
   hooks["block_m"] = constant_hook("kBlockM", variant.block_m);
   hooks["block_n"] = constant_hook("kBlockN", variant.block_n);
   hooks["tile_k"] = constant_hook("kTileK", variant.tile_k);
@@ -837,6 +888,14 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["stages"] = constant_hook("kStages", variant.stages);
   hooks["split_k"] = constant_hook("kSplitK", variant.split_k);
   hooks["block_begin"] = constant_hook("kBlockBegin", 0);
+  hooks["b_split"] = bool_hook("kBSplit", variant.b_split);
+  hooks["b_small_address"] = hook(
+      "const float*", "b_small_address", element("b_base", "k", "n"),
+      variant.b_split ? returns(ctx.buffer(ctx.step().b_split) + " + n * " + g.depth + " + k") : returns("nullptr"));
+  if (variant.b_split) {
+    source.leaders.push_back(b_split_pass(ctx, operand(ctx.fusion().node(ctx.step().anchor()), "weight")));
+    source.scratch_used.push_back(ctx.step().b_split);
+  }
   hooks["a_depth_table"] = constant_hook("kADepthTable", static_cast<int>(g.a_depth_table));
   hooks["a_vector"] = bool_hook("kAVector", g.a_vector);
   hooks["b_vector"] = bool_hook("kBVector", g.b_vector);
@@ -877,6 +936,8 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
     split.split_k = tail->split;
     KernelSource follower;
     follower.template_file = source.template_file;
+    follower.launch.kind = KernelKind::Gemm;
+    follower.scratch_used = source.scratch_used;
     follower.name_suffix = "_tail";
     follower.note = "the last " + std::to_string(tail->blocks) + " output blocks of " + ctx.kernel_name() +
                     ", each split over a cluster of " + std::to_string(tail->split) + " blocks";

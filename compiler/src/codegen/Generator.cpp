@@ -70,13 +70,19 @@ std::string comment_block(const std::string& text) {
   return out;
 }
 
-// Workspace buffers (intermediates, statistics) packed at aligned offsets.
-void layout_workspace(const Plan& plan, const EmitContext& ctx, GeneratedFusion& out) {
+// Workspace buffers (intermediates, statistics, the scratch a kernel uses)
+// packed at aligned offsets; scratch no kernel uses gets no memory.
+void layout_workspace(const Plan& plan, const EmitContext& ctx, const std::set<BufferId>& scratch_used,
+                      GeneratedFusion& out) {
   SizeExpr offset = ctx.constant(0);
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const PlanBuffer& buffer = plan.buffers[i];
-    if (buffer.role != PlanBuffer::Role::Intermediate && buffer.role != PlanBuffer::Role::Statistics)
+    if (buffer.role == PlanBuffer::Role::Argument || buffer.role == PlanBuffer::Role::Output)
       continue;
+    if (buffer.role == PlanBuffer::Role::Scratch && !scratch_used.count(static_cast<BufferId>(i))) {
+      out.workspace.push_back({static_cast<BufferId>(i), offset, ctx.constant(0)});
+      continue;
+    }
     SizeExpr floats = ctx.constant(1);
     for (size_t d = 0; d < buffer.shape.size(); ++d) {
       SizeExpr extent = ctx.size(buffer.shape, d, d + 1);
@@ -222,19 +228,22 @@ Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const Codege
       fusion.buffer_names.push_back(buffer.name);
     source.line();
     source.line("// ===== fusion " + fusion.name + " (precision=" + precision_name(fusion.precision) + ") =====");
+    std::set<BufferId> scratch_used;
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
       EmitContext ctx(plan, k, options, fusion.dim_symbols);
-      if (k == 0)
-        layout_workspace(plan, ctx, fusion);
       Result<KernelSource> kernel = emitter_for(plan.kernels[k].kind)(ctx);
       if (!kernel)
         return Error{"fusion '" + fusion.name + "', kernel " + ctx.kernel_name() + ": " + kernel.error()};
-      std::vector<KernelSource> launches = std::move(kernel.value().followers);
-      launches.insert(launches.begin(), std::move(kernel.value()));
+      std::vector<KernelSource> launches = std::move(kernel.value().leaders);
+      std::vector<KernelSource> followers = std::move(kernel.value().followers);
+      launches.push_back(std::move(kernel.value()));
+      std::move(followers.begin(), followers.end(), std::back_inserter(launches));
       for (KernelSource& launch : launches) {
         const std::string name = ctx.kernel_name() + launch.name_suffix;
         launch.launch.name = name;
-        launch.launch.kind = plan.kernels[k].kind;
+        if (launch.name_suffix.empty()) // leaders and followers say their own kind
+          launch.launch.kind = plan.kernels[k].kind;
+        scratch_used.insert(launch.scratch_used.begin(), launch.scratch_used.end());
         launch.launch.template_file = launch.template_file;
         Result<std::string> text = instantiate(launch, name);
         if (!text)
@@ -247,6 +256,8 @@ Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const Codege
         fusion.kernels.push_back(std::move(launch.launch));
       }
     }
+    if (!plan.kernels.empty())
+      layout_workspace(plan, EmitContext(plan, 0, options, fusion.dim_symbols), scratch_used, fusion);
     write_launcher(plan, fusion, launchers);
     launchers.line();
     header.line("// fusion " + fusion.name);

@@ -59,6 +59,11 @@ PlanBuffer finalized_buffer(const Plan& plan, const Node& norm) {
   return buffer;
 }
 
+// Rows from which a strict linear splits its weight once per call (chain 39
+// v0.1: 16384; not 62 and 75 at 1024, whose weight pass would cost a tenth
+// of their GEMM).
+constexpr int64_t kSplitWeightMinRows = 8192;
+
 } // namespace
 
 void assign_buffers(Plan& plan) {
@@ -166,6 +171,37 @@ void assign_buffers(Plan& plan) {
         return false;
       });
     }
+  }
+  // A strict linear over many rows may split its weight's fp32 values into
+  // tf32 parts once per call (a pass over the weight) instead of once per
+  // block in shared memory, which cost 9% of chain 39's GEMM (bench/NOTES.md
+  // v21): the pass costs a read and a write of the weight, which pays when
+  // every block row re-reads it many times.
+  for (KernelStep& step : plan.kernels) {
+    if (step.kind != KernelKind::Gemm || fusion.precision != Precision::Strict)
+      continue;
+    const Node& anchor = fusion.node(step.anchor());
+    if (anchor.op != "linear")
+      continue;
+    const Shape& x = fusion.value(anchor.operands[0]).type.shape;
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < x.size(); ++d)
+      rows = x[d].is_constant() ? rows * x[d].value() : -1;
+    ValueId weight = anchor.operands[static_cast<size_t>(op_of(anchor).tensor_slot("weight"))];
+    BufferId source = value_buffer[weight];
+    if (x.size() < 2 || rows < kSplitWeightMinRows || source == kNoId ||
+        plan.buffers[source].role != PlanBuffer::Role::Argument)
+      continue;
+    PlanBuffer scratch{"tf32_small_" + plan.buffers[source].name,
+                       PlanBuffer::Role::Scratch,
+                       kNoId,
+                       fusion.value(weight).type.shape,
+                       {},
+                       "tf32 small parts of " + plan.buffers[source].name +
+                           ", split once per call where the GEMM runs on wgmma (sm_90)"};
+    step.b_split = add_buffer(plan, scratch);
+    add_unique(step.writes, step.b_split);
+    add_unique(step.reads, step.b_split);
   }
   for (KernelStep& step : plan.kernels) {
     std::sort(step.reads.begin(), step.reads.end());

@@ -23,6 +23,8 @@ const char* buffer_role_name(PlanBuffer::Role role) {
   case PlanBuffer::Role::Output: return "output";
   case PlanBuffer::Role::Intermediate: return "intermediate";
   case PlanBuffer::Role::Statistics: return "statistics";
+  case PlanBuffer::Role::Scratch:
+    return "scratch";
   }
   return "?";
 }
@@ -43,7 +45,8 @@ NodeId KernelStep::anchor() const { return stages.empty() ? kNoId : stages.front
 
 BufferId Plan::buffer_of(ValueId value) const {
   for (size_t i = 0; i < buffers.size(); ++i)
-    if (buffers[i].value == value && buffers[i].role != PlanBuffer::Role::Statistics)
+    if (buffers[i].value == value && buffers[i].role != PlanBuffer::Role::Statistics &&
+        buffers[i].role != PlanBuffer::Role::Scratch)
       return static_cast<BufferId>(i);
   return kNoId;
 }

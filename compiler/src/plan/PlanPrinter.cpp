@@ -99,7 +99,7 @@ std::string print_plan(const Plan& plan) {
     out += print_kernel_plan(plan, k);
   bool any = false;
   for (const PlanBuffer& buffer : plan.buffers) {
-    if (buffer.role != PlanBuffer::Role::Intermediate && buffer.role != PlanBuffer::Role::Statistics)
+    if (buffer.role == PlanBuffer::Role::Argument || buffer.role == PlanBuffer::Role::Output)
       continue;
     if (!any)
       out += "  workspace:\n";

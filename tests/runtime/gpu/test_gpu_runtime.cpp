@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -339,7 +340,9 @@ fusion wide_stats {
 // 4 blocks each take one (templates/gemm.cu "block_begin"), beside the first
 // launch's last wave. The tail holds the partial last row block; against the
 // reference with batch_norm statistics and with a row norm and row minimum
-// in the epilogue, in both precisions.
+// in the epilogue, in both precisions. With 68000 rows strict precision also
+// splits the weight once per call (templates/gemm.cu "b_split"), which both
+// launches read.
 TEST_F(GpuRuntime, SplitTailMatchesTheReference) {
   const std::string text = R"(
 fusion tail_batch_norm {
@@ -367,14 +370,14 @@ fusion tail_row_min {
     Runtime rt(0, o);
     Program program = rt.load_string(text, "tail.fg");
     for (const Fusion& fusion : module->module.fusions)
-      expect_matches_reference(rt, program, *module, fusion, 68000, precision, 13,
-                               [](const std::vector<KernelLaunch>& launches) {
-                                 ASSERT_GE(launches.size(), 2u);
-                                 EXPECT_EQ(launches.at(0).cluster, 1);
-                                 EXPECT_TRUE(launches.at(1).name.ends_with("_k0_tail")) << launches.at(1).name;
-                                 EXPECT_EQ(launches.at(1).cluster, 4);
-                                 EXPECT_EQ(launches.at(1).grid[0].value, std::optional<int64_t>(16));
-                               });
+      expect_matches_reference(
+          rt, program, *module, fusion, 68000, precision, 13, [](const std::vector<KernelLaunch>& launches) {
+            auto tail = std::find_if(launches.begin(), launches.end(),
+                                     [](const KernelLaunch& l) { return l.name.ends_with("_k0_tail"); });
+            ASSERT_NE(tail, launches.end());
+            EXPECT_EQ(tail->cluster, 4);
+            EXPECT_EQ(tail->grid[0].value, std::optional<int64_t>(16));
+          });
   }
   EXPECT_EQ(log_.count(), 0u);
 }
