@@ -449,8 +449,7 @@ constexpr int kSplitK = 1;
 
 constexpr bool kBSplit = false;
 
-__device__ __forceinline__ const float* b_small_address(const FusegenArgs& args, long long b_base, long long k,
-                                                        long long n) {
+__device__ __forceinline__ const float* b_small_address(const FusegenArgs& args, long long b_base, long long k, long long n) {
   (void)args;
   (void)b_base;
   (void)k;

@@ -718,14 +718,16 @@ TEST_F(FakeDriver, PastTwoToThe31ElementsIsLaunched) {
       .function(gemm->fusion().name)
       .call(gemm_args, {{"y", reinterpret_cast<void*>(uintptr_t{1} << 46), {rows, 256}}});
   kernels = kernel_launches();
-  // 32769 x 2 blocks of 128x128: 496 waves of 132 and 66 blocks, which a
-  // split tail takes (clusters of 2).
-  ASSERT_EQ(kernels.size(), 2u);
-  EXPECT_LE(kernels[0].grid[1], 65535u);
-  EXPECT_EQ(kernels[1].kernel, "fusegen_matmul_groupnorm_leakyrelu_sum_k0_tail");
-  EXPECT_EQ(kernels[1].grid[0], 132u);
-  EXPECT_EQ(kernels[1].grid[1], 1u);
-  EXPECT_TRUE(kernels[1].programmatic);
+  // The weight split once (so many rows), then 32769 x 2 blocks of 128x128:
+  // 496 waves of 132 and 66 blocks, which a split tail takes (clusters of 2).
+  ASSERT_EQ(kernels.size(), 3u);
+  EXPECT_EQ(kernels[0].kernel, "fusegen_matmul_groupnorm_leakyrelu_sum_k0_split_b");
+  EXPECT_EQ(kernels[1].kernel, "fusegen_matmul_groupnorm_leakyrelu_sum_k0");
+  EXPECT_LE(kernels[1].grid[1], 65535u);
+  EXPECT_EQ(kernels[2].kernel, "fusegen_matmul_groupnorm_leakyrelu_sum_k0_tail");
+  EXPECT_EQ(kernels[2].grid[0], 132u);
+  EXPECT_EQ(kernels[2].grid[1], 1u);
+  EXPECT_TRUE(kernels[2].programmatic);
 }
 
 TEST_F(FakeDriver, DriverErrorsNameTheCall) {
