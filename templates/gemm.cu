@@ -1032,6 +1032,18 @@ __device__ __forceinline__ void issue_slice_wgmma_split(const float* slice, cons
   }
 }
 
+// Waits for this warpgroup's products of a slice and adds their separate
+// sums to the accumulators with rounded fp32 adds (strict precision: see
+// multiply_into()).
+__device__ __forceinline__ void add_slice_sums(float (&acc)[kFragsN][4], const float (&sums)[kFragsN][4]) {
+  gemm_wgmma_wait<0>();
+#pragma unroll
+  for (int j = 0; j < kFragsN; ++j)
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+      acc[j][r] += sums[j][r];
+}
+
 // Starts copying slices 0 .. kAhead - 1 into stages 0 .. kAhead - 1, one
 // commit group each (empty past the last slice, so group counts stay
 // uniform): the prologue of both cp.async pipelines.
@@ -1087,12 +1099,7 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
       float* slice = smem + (s % kStages) * kAsyncSliceFloats;
       float sums[kFragsN][4] = {};
       issue_slice_wgmma_split(slice, slice + (kBlockM + kBlockN) * kRowStride, sums);
-      gemm_wgmma_wait<0>();
-#pragma unroll
-      for (int j = 0; j < kFragsN; ++j)
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-          acc[0][j][r] += sums[j][r];
+      add_slice_sums(acc[0], sums);
     }
   } else if constexpr (kInnerProduct == 1) {
     if (slices > 0) {
@@ -1119,12 +1126,7 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
         split_floats<kBFloats>(smem + ((s + 1) % kStages) * kAsyncSliceFloats + kBlockM * kRowStride,
                                small + ((s + 1) & 1) * kBFloats);
       }
-      gemm_wgmma_wait<0>();
-#pragma unroll
-      for (int j = 0; j < kFragsN; ++j)
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-          acc[0][j][r] += sums[j][r];
+      add_slice_sums(acc[0], sums);
       gemm_fence_async_proxy();
       __syncthreads(); // the split is visible; slice s's buffers are free
     }

@@ -97,6 +97,27 @@ protected:
     EXPECT_EQ(cmp.mismatches, 0u) << cmp.summary();
   }
 
+  // Every fusion of the spec `text` at each N of `ns`, in both precisions,
+  // against the reference interpreter (expect_matches_reference);
+  // `check_launches` sees each one's launches as generated.
+  void expect_every_fusion_matches_reference(
+      const std::string& text, const std::string& file, std::initializer_list<int64_t> ns, uint64_t seed,
+      const std::function<void(const Fusion&, Precision, const std::vector<KernelLaunch>&)>& check_launches) {
+    auto module = testing::load_module(text, file);
+    ASSERT_TRUE(module);
+    for (Precision precision : {Precision::Strict, Precision::TF32}) {
+      RuntimeOptions o = options();
+      o.precision = precision;
+      Runtime rt(0, o);
+      Program program = rt.load_string(text, file);
+      for (const Fusion& fusion : module->module.fusions)
+        for (int64_t n : ns)
+          expect_matches_reference(
+              rt, program, *module, fusion, n, precision, seed,
+              [&](const std::vector<KernelLaunch>& launches) { check_launches(fusion, precision, launches); });
+    }
+  }
+
   TempDir cache_;
   WarningLog log_;
   std::unique_ptr<testing::LoadedModule> loaded_;
@@ -251,21 +272,10 @@ fusion split_norm {
   output y = group_norm(linear(x, w), num_groups=4, weight=g, bias=beta, eps=1e-5)
 }
 )";
-  auto module = testing::load_module(text, "split.fg");
-  ASSERT_TRUE(module);
-  for (Precision precision : {Precision::Strict, Precision::TF32}) {
-    RuntimeOptions o = options();
-    o.precision = precision;
-    Runtime rt(0, o);
-    Program program = rt.load_string(text, "split.fg");
-    for (const Fusion& fusion : module->module.fusions)
-      for (int64_t n : {50, 130})
-        expect_matches_reference(rt, program, *module, fusion, n, precision, 7,
-                                 [](const std::vector<KernelLaunch>& launches) {
-                                   // the generator does split these (2 or 6 blocks of 64x64)
-                                   EXPECT_EQ(launches.at(0).cluster, 8);
-                                 });
-  }
+  expect_every_fusion_matches_reference(
+      text, "split.fg", {50, 130}, 7, [](const Fusion&, Precision, const std::vector<KernelLaunch>& launches) {
+        EXPECT_EQ(launches.at(0).cluster, 8); // the generator does split these (2 or 6 blocks of 64x64)
+      });
   EXPECT_EQ(log_.count(), 0u);
 }
 
@@ -318,20 +328,11 @@ fusion wide_stats {
       return "gemm.cu";
     return "narrow_gemm.cu";
   };
-  auto module = testing::load_module(text, "conv.fg");
-  ASSERT_TRUE(module);
-  for (Precision precision : {Precision::Strict, Precision::TF32}) {
-    RuntimeOptions o = options();
-    o.precision = precision;
-    Runtime rt(0, o);
-    Program program = rt.load_string(text, "conv.fg");
-    for (const Fusion& fusion : module->module.fusions)
-      for (int64_t n : {1, 7, 130})
-        expect_matches_reference(rt, program, *module, fusion, n, precision, 11,
-                                 [&](const std::vector<KernelLaunch>& launches) {
-                                   EXPECT_EQ(launches.at(0).template_file, expected_template(fusion.name, precision));
-                                 });
-  }
+  expect_every_fusion_matches_reference(
+      text, "conv.fg", {1, 7, 130}, 11,
+      [&](const Fusion& fusion, Precision precision, const std::vector<KernelLaunch>& launches) {
+        EXPECT_EQ(launches.at(0).template_file, expected_template(fusion.name, precision));
+      });
   EXPECT_EQ(log_.count(), 0u);
 }
 
@@ -362,23 +363,14 @@ fusion tail_row_min {
   output y = min(h, dim=1, keepdim=true)
 }
 )";
-  auto module = testing::load_module(text, "tail.fg");
-  ASSERT_TRUE(module);
-  for (Precision precision : {Precision::Strict, Precision::TF32}) {
-    RuntimeOptions o = options();
-    o.precision = precision;
-    Runtime rt(0, o);
-    Program program = rt.load_string(text, "tail.fg");
-    for (const Fusion& fusion : module->module.fusions)
-      expect_matches_reference(
-          rt, program, *module, fusion, 68000, precision, 13, [](const std::vector<KernelLaunch>& launches) {
-            auto tail = std::find_if(launches.begin(), launches.end(),
-                                     [](const KernelLaunch& l) { return l.name.ends_with("_k0_tail"); });
-            ASSERT_NE(tail, launches.end());
-            EXPECT_EQ(tail->cluster, 4);
-            EXPECT_EQ(tail->grid[0].value, std::optional<int64_t>(16));
-          });
-  }
+  expect_every_fusion_matches_reference(
+      text, "tail.fg", {68000}, 13, [](const Fusion&, Precision, const std::vector<KernelLaunch>& launches) {
+        auto tail = std::find_if(launches.begin(), launches.end(),
+                                 [](const KernelLaunch& l) { return l.name.ends_with("_k0_tail"); });
+        ASSERT_NE(tail, launches.end());
+        EXPECT_EQ(tail->cluster, 4);
+        EXPECT_EQ(tail->grid[0].value, std::optional<int64_t>(16));
+      });
   EXPECT_EQ(log_.count(), 0u);
 }
 
