@@ -709,9 +709,10 @@ KernelSource b_split_pass(const EmitContext& ctx, ValueId weight) {
   pass.hooks["block_size"] = constant_hook("kBlockSize", kThreads);
   pass.hooks["vector_width"] = constant_hook("kVectorWidth", 4);
   const std::string count = ctx.product(shape_of(ctx, weight), 0, shape_of(ctx, weight).size());
-  pass.hooks["numel"] =
-      function_hook("long long", "numel", "const FusegenArgs& args",
-                    {count.find("args") == std::string::npos ? "(void)args;" : "", "return " + count + ";"});
+  std::vector<std::string> numel_body = {"return " + count + ";"};
+  if (count.find("args") == std::string::npos)
+    numel_body.insert(numel_body.begin(), "(void)args;");
+  pass.hooks["numel"] = function_hook("long long", "numel", "const FusegenArgs& args", numel_body);
   pass.hooks["vector_ok"] = function_hook("bool", "vector_ok", "const FusegenArgs& args",
                                           {"return ((reinterpret_cast<unsigned long long>(" + from +
                                            ") | reinterpret_cast<unsigned long long>(" + to + ")) & 15ULL) == 0;"});
