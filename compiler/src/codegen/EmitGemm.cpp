@@ -754,7 +754,7 @@ std::optional<TailSplit> tail_split(const EmitContext& ctx, const GemmMapping& g
     return std::nullopt;
   const int64_t row_blocks = (*g.launch_rows.value + v.block_m - 1) / v.block_m;
   const int64_t column_blocks = (*g.launch_cols.value + v.block_n - 1) / v.block_n;
-  if (row_blocks > kMaxGridYZ) // the main launch would loop over row blocks
+  if (row_blocks > kMaxGridYZ || column_blocks > kMaxGridX) // the main launch would loop
     return std::nullopt;
   const int64_t blocks = row_blocks * column_blocks, left = blocks % kEnoughBlocks;
   const int64_t slices = (*g.launch_depth.value + v.tile_k - 1) / v.tile_k;

@@ -3,6 +3,7 @@
 #include "plan/PlanQueries.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 namespace fusegen::plan {
@@ -184,9 +185,12 @@ void assign_buffers(Plan& plan) {
     if (anchor.op != "linear")
       continue;
     const Shape& x = fusion.value(anchor.operands[0]).type.shape;
-    int64_t rows = 1;
-    for (size_t d = 0; d + 1 < x.size(); ++d)
-      rows = x[d].is_constant() ? rows * x[d].value() : -1;
+    int64_t rows = 1; // known rows, or -1; saturates instead of overflowing
+    for (size_t d = 0; d + 1 < x.size() && rows >= 0; ++d)
+      rows = !x[d].is_constant() ? -1
+             : x[d].value() > 0 && rows > std::numeric_limits<int64_t>::max() / x[d].value()
+                 ? std::numeric_limits<int64_t>::max()
+                 : rows * x[d].value();
     ValueId weight = anchor.operands[static_cast<size_t>(op_of(anchor).tensor_slot("weight"))];
     BufferId source = value_buffer[weight];
     if (x.size() < 2 || rows < kSplitWeightMinRows || source == kNoId ||

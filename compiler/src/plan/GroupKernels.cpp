@@ -402,8 +402,7 @@ private:
         continue;
       const Node& norm = fusion_.node(finalize.stats_in);
       const Shape& input = fusion_.value(norm.operands[0]).type.shape;
-      if (input.size() != 2 || !input[0].is_constant() ||
-          (input[0].value() + options_.gemm_tile_m - 1) / options_.gemm_tile_m > kApplyMergedParts)
+      if (input.size() != 2 || !input[0].is_constant() || input[0].value() > kApplyMergedParts * options_.gemm_tile_m)
         continue;
       std::vector<size_t> appliers;
       for (size_t a = 0; a < kernels_.size(); ++a)
