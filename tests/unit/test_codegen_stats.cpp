@@ -159,8 +159,9 @@ TEST(CodegenStats, FewRowsApplyMergesThePartials) {
                               "0.100000001f * mean0_2;"));
   EXPECT_TRUE(contains(apply, "if (c0 == 0) args.buf[4][c1] = 0.899999976f * args.buf[4][c1] + 0.100000001f * "
                               "(total0_0.m2 / (total0_0.count - 1.0f));"));
-  // 5 tiles, or an unknown N: a finalize kernel as before.
+  // 5 tiles, no rows, or an unknown N: a finalize kernel as before.
   EXPECT_EQ(plan_of(kBatchNorm2d, {{"N", 257}}).kernels.size(), 3u);
+  EXPECT_EQ(plan_of(kBatchNorm2d, {{"N", 0}}).kernels.size(), 3u);
   EXPECT_EQ(plan_of(kBatchNorm2d).kernels.size(), 3u);
 }
 

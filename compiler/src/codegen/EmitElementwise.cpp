@@ -59,9 +59,11 @@ Result<std::vector<PointwiseEmitter::NormTerms>> split_batch_norm_terms(const Em
   } else {
     const PlanBuffer& partials = ctx.plan().buffer(ctx.stats_buffer(id, false));
     const Shape& input = ctx.fusion().value(node.operands[0]).type.shape;
-    if (!partials.shape[0].is_constant() || partials.ceil_div.empty())
-      return Error{"internal error: " + partials.name + " has no known row-tile count to merge"};
-    const int64_t parts = (partials.shape[0].value() + partials.ceil_div[0] - 1) / partials.ceil_div[0];
+    const int64_t parts = partials.shape[0].is_constant() && !partials.ceil_div.empty()
+                              ? (partials.shape[0].value() + partials.ceil_div[0] - 1) / partials.ceil_div[0]
+                              : 0;
+    if (parts < 1)
+      return Error{"internal error: " + partials.name + " has no known row tiles to merge"};
     const double eps = std::get<double>(node.attrs.at("eps"));
     for (int lane = 0; lane < lanes; ++lane) {
       const std::string c = lanes == 1 ? channel : "(" + channel + " + " + std::to_string(lane) + ")";

@@ -402,8 +402,9 @@ private:
         continue;
       const Node& norm = fusion_.node(finalize.stats_in);
       const Shape& input = fusion_.value(norm.operands[0]).type.shape;
-      if (input.size() != 2 || !input[0].is_constant() || input[0].value() > kApplyMergedParts * options_.gemm_tile_m)
-        continue;
+      if (input.size() != 2 || !input[0].is_constant() || input[0].value() < 1 ||
+          input[0].value() > kApplyMergedParts * options_.gemm_tile_m)
+        continue; // (no rows: no partials to merge; the finalize kernel handles it as before)
       std::vector<size_t> appliers;
       for (size_t a = 0; a < kernels_.size(); ++a)
         if (a != k && kernels_[a].step.stats_in == norm.id)
