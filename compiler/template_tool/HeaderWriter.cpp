@@ -114,6 +114,16 @@ std::string render_header(const std::vector<ParsedTemplate>& templates,
       << "#pragma once\n\n"
       << "#include \"fusegen/TemplateHooks.h\"\n\n"
       << "#include <string_view>\n\n"
+      // A fragment may be longer than the 65536 characters C++ guarantees
+      // for one string literal (gemm.cu's main part is); every compiler
+      // fusegen builds with takes it, so only the pedantic warning is off.
+      << "#if defined(__clang__)\n"
+      << "#pragma clang diagnostic push\n"
+      << "#pragma clang diagnostic ignored \"-Woverlength-strings\"\n"
+      << "#elif defined(__GNUC__)\n"
+      << "#pragma GCC diagnostic push\n"
+      << "#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n"
+      << "#endif\n\n"
       << "namespace " << name_space << " {\n";
   for (const ParsedTemplate& t : templates) render_template(out, t);
   out << "\n// Every template, sorted by file name.\n"
@@ -122,7 +132,12 @@ std::string render_header(const std::vector<ParsedTemplate>& templates,
     out << "    &k" << template_identifier(t.file) << ",\n";
   if (templates.empty()) out << "    nullptr,\n";
   out << "};\n\n"
-      << "}  // namespace " << name_space << "\n";
+      << "}  // namespace " << name_space << "\n\n"
+      << "#if defined(__clang__)\n"
+      << "#pragma clang diagnostic pop\n"
+      << "#elif defined(__GNUC__)\n"
+      << "#pragma GCC diagnostic pop\n"
+      << "#endif\n";
   return out.str();
 }
 
