@@ -18,8 +18,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <filesystem>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -29,29 +31,50 @@ constexpr const char* kTinySpec = "fusion tiny_add {\n  input a : f32[1, 16]\n  
                                   "  output y = a + b\n}\n";
 
 struct Timing {
-  double median_us = 0;
-  double mean_us = 0;
+  double batch_median_us = 0;
+  double batch_min_us = 0;
+  double back_to_back_us = 0;
 };
 
-// Each of `calls` calls timed on its own (median), and all of them together (mean).
-Timing time_calls(const std::function<void()>& call, int calls) {
+constexpr int kBatch = 64; // calls per batch, as in bench/kernelbench.py's host_overhead
+constexpr int kBatches = 300;
+
+// Per call: the median and min over kBatches batches of kBatch calls, each
+// begun on an idle GPU (after `synchronize`), and the mean of `calls`
+// back-to-back calls. Back to back, tiny kernels can be launched faster than
+// the GPU runs them, and then each launch waits for room in the stream's
+// queue; a batch this small fits in it, so its time is the host's alone.
+Timing time_calls(const std::function<void()>& call, const std::function<void()>& synchronize, int calls) {
   for (int i = 0; i < std::min(calls, 1000); ++i)
     call();
   using Clock = std::chrono::steady_clock;
-  std::vector<double> samples(static_cast<size_t>(calls));
-  Clock::time_point begin = Clock::now();
-  for (int i = 0; i < calls; ++i) {
+  auto us_since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  };
+  std::vector<double> per_call(kBatches);
+  for (double& sample : per_call) {
+    synchronize();
     Clock::time_point t0 = Clock::now();
-    call();
-    samples[static_cast<size_t>(i)] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    for (int i = 0; i < kBatch; ++i)
+      call();
+    sample = us_since(t0) / kBatch;
   }
-  double total = std::chrono::duration<double, std::micro>(Clock::now() - begin).count();
-  std::nth_element(samples.begin(), samples.begin() + calls / 2, samples.end());
-  return {samples[static_cast<size_t>(calls / 2)], total / calls};
+  synchronize();
+  Clock::time_point begin = Clock::now();
+  for (int i = 0; i < calls; ++i)
+    call();
+  Timing t;
+  t.back_to_back_us = us_since(begin) / calls;
+  synchronize();
+  std::sort(per_call.begin(), per_call.end());
+  t.batch_median_us = per_call[per_call.size() / 2];
+  t.batch_min_us = per_call.front();
+  return t;
 }
 
 void report(const char* label, const Timing& t) {
-  std::printf("  %-44s median %7.3f us, mean %7.3f us per call\n", label, t.median_us, t.mean_us);
+  std::printf("  %-52s batches: median %7.3f us, min %7.3f us; back to back %7.3f us per call\n", label,
+              t.batch_median_us, t.batch_min_us, t.back_to_back_us);
 }
 
 void check(fusegen_status status, const char* what) {
@@ -73,13 +96,14 @@ void cpp_api(const std::string& cache_dir, bool check_pointers, int calls) {
   const std::vector<fusegen::TensorArg> arguments = {{"a", a.data(), {1, 16}}, {"b", b.data(), {1, 16}}};
   const std::vector<fusegen::TensorOut> outputs = {{"y", y.data(), {1, 16}}};
   f.call(arguments, outputs); // compiles or loads the kernels
-  Timing prebuilt = time_calls([&] { f.call(arguments, outputs); }, calls);
+  auto synchronize = [&] { rt.synchronize(); };
+  Timing prebuilt = time_calls([&] { f.call(arguments, outputs); }, synchronize, calls);
   // As a caller that builds its argument vectors for every call.
   Timing built = time_calls(
       [&] {
         f.call({{"a", a.data(), {1, 16}}, {"b", b.data(), {1, 16}}}, {{"y", y.data(), {1, 16}}});
       },
-      calls);
+      synchronize, calls);
   rt.synchronize();
   std::vector<float> host(16);
   rt.copy_to_host(host.data(), y.data(), 64);
@@ -113,12 +137,57 @@ void c_api(const std::string& cache_dir, bool check_pointers, int calls) {
         if (fusegen_function_call(f, arguments, 2, outputs, 1, nullptr) != FUSEGEN_OK)
           check(FUSEGEN_ERROR_INTERNAL, "fusegen_function_call");
       },
-      calls);
+      [&] { check(fusegen_runtime_synchronize(rt, nullptr), "fusegen_runtime_synchronize"); }, calls);
   check(fusegen_runtime_synchronize(rt, nullptr), "fusegen_runtime_synchronize");
   report((std::string("C fusegen_function_call, check_pointers=") + (check_pointers ? "on" : "off")).c_str(), t);
   fusegen_function_destroy(f);
   fusegen_program_destroy(program);
   fusegen_runtime_destroy(rt);
+}
+
+// The driver's own cost, for scale: cuLaunchKernel of an empty kernel with
+// one 320-byte parameter (the size of fusegen's FusegenArgs) on the primary
+// context, nothing around it. What
+// the calls above take beyond this is fusegen's. Real driver only.
+void driver_launch_alone(int calls) {
+  void* cuda = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!cuda)
+    throw std::runtime_error("cannot open libcuda.so.1");
+  auto entry = [&](const char* name) {
+    void* symbol = ::dlsym(cuda, name);
+    if (!symbol)
+      throw std::runtime_error(std::string("libcuda.so.1 has no ") + name);
+    return symbol;
+  };
+  using Status = int;
+  auto retain = reinterpret_cast<Status (*)(void**, int)>(entry("cuDevicePrimaryCtxRetain"));
+  auto set_current = reinterpret_cast<Status (*)(void*)>(entry("cuCtxSetCurrent"));
+  auto load = reinterpret_cast<Status (*)(void**, const void*)>(entry("cuModuleLoadData"));
+  auto get_function = reinterpret_cast<Status (*)(void**, void*, const char*)>(entry("cuModuleGetFunction"));
+  auto launch = reinterpret_cast<Status (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                            void*, void**, void**)>(entry("cuLaunchKernel"));
+  auto synchronize_context = reinterpret_cast<Status (*)()>(entry("cuCtxSynchronize"));
+  static const char kEmptyKernel[] = ".version 7.0\n.target sm_50\n.address_size 64\n"
+                                     ".visible .entry empty(.param .align 8 .b8 args[320])\n{\n  ret;\n}\n";
+  void* context = nullptr;
+  void* module = nullptr;
+  void* function = nullptr;
+  if (retain(&context, 0) != 0 || set_current(context) != 0 || load(&module, kEmptyKernel) != 0 ||
+      get_function(&function, module, "empty") != 0)
+    throw std::runtime_error("cannot load the empty kernel");
+  unsigned long long args[40] = {};
+  void* params[] = {args};
+  Timing t = time_calls(
+      [&] {
+        if (launch(function, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr) != 0)
+          throw std::runtime_error("cuLaunchKernel failed");
+      },
+      [&] {
+        if (synchronize_context() != 0)
+          throw std::runtime_error("cuCtxSynchronize failed");
+      },
+      calls);
+  report("driver alone: cuLaunchKernel of an empty kernel", t);
 }
 
 } // namespace
@@ -171,6 +240,8 @@ int main(int argc, char** argv) {
       cpp_api(cache_dir, check_pointers, calls);
     for (bool check_pointers : {true, false})
       c_api(cache_dir, check_pointers, calls);
+    if (!driver.fake)
+      driver_launch_alone(calls);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     status = 1;

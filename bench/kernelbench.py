@@ -109,21 +109,42 @@ def time_gpu(fn, runs, warmup, flush, max_seconds):
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)), runs
 
 
-def host_overhead(fn, calls):
-    """(median us, mean us) of the host wall time of `calls` back-to-back calls."""
-    for _ in range(200):
-        fn()
-    torch.cuda.synchronize()
+OVERHEAD_BATCH = 64    # calls per timed batch of the host overhead (see host_overheads)
+OVERHEAD_BATCHES = 300
+
+
+def host_overheads(cases, calls, synchronize):
+    """{name: (median, min, back to back)} host time per call in us of each of
+    `cases` ({name: fn}). Batches: OVERHEAD_BATCHES rounds, each timing one batch
+    of OVERHEAD_BATCH calls of every case in turn, begun on an idle GPU (after
+    `synchronize`); median and min per case. The rounds interleave the cases, so
+    a host whose speed drifts (a shared machine) moves them all alike. Back to
+    back: the mean of `calls` calls in a row. There tiny kernels can be launched
+    faster than the GPU runs them, and then each launch waits for room in the
+    stream's queue and the mean times the GPU's pace, not the host; a batch this
+    small fits in the queue, so its time is the host's alone."""
+    for fn in cases.values():
+        for _ in range(200):
+            fn()
     clock = time.perf_counter_ns
-    samples = [0] * calls
-    begin = clock()
-    for i in range(calls):
-        t0 = clock()
-        fn()
-        samples[i] = clock() - t0
-    total = clock() - begin
-    torch.cuda.synchronize()
-    return statistics.median(samples) / 1e3, total / calls / 1e3
+    per_call = {name: [] for name in cases}
+    for _ in range(OVERHEAD_BATCHES):
+        for name, fn in cases.items():
+            synchronize()
+            t0 = clock()
+            for _ in range(OVERHEAD_BATCH):
+                fn()
+            per_call[name].append((clock() - t0) / OVERHEAD_BATCH / 1e3)
+    result = {}
+    for name, fn in cases.items():
+        synchronize()
+        begin = clock()
+        for _ in range(calls):
+            fn()
+        back_to_back = (clock() - begin) / calls / 1e3
+        result[name] = (statistics.median(per_call[name]), min(per_call[name]), back_to_back)
+    synchronize()
+    return result
 
 
 # The fresh process of the disk-cache measurement: a runtime on the warm cache
@@ -289,15 +310,16 @@ def measure_overhead(calls, cache_dir):
     a = torch.rand(1, 16, device="cuda")
     b = torch.rand(1, 16, device="cuda")
     y = torch.empty(1, 16, device="cuda")
-    result = {"calls": calls, "shape": [1, 16]}
-    result["torch.add"] = host_overhead(lambda: torch.add(a, b), calls)
+    cases = {"torch.add": lambda: torch.add(a, b)}
     for label, check_pointers in (("fusegen", True), ("fusegen check_pointers=False", False)):
         runtime = fusegen.Runtime(cache_dir=cache_dir, check_pointers=check_pointers)
         f = runtime.load_string(TINY_SPEC, name="tiny.fg").function()
-        result[label] = host_overhead(lambda: f(a=a, b=b), calls)
-        result[label + " out="] = host_overhead(lambda: f(a=a, b=b, out={"y": y}), calls)
-    for label in [k for k in result if k not in ("calls", "shape")]:
-        log("  %-36s median %.2f us, mean %.2f us per call" % (label, result[label][0], result[label][1]))
+        cases[label] = lambda f=f: f(a=a, b=b)
+        cases[label + " out="] = lambda f=f: f(a=a, b=b, out={"y": y})
+    result = {"calls": calls, "shape": [1, 16]}
+    result.update(host_overheads(cases, calls, torch.cuda.synchronize))
+    for label in cases:
+        log("  %-36s batches: median %.2f us, min %.2f us; back to back %.2f us per call" % ((label,) + result[label]))
     return result
 
 
@@ -407,10 +429,14 @@ def report(info, rows, overhead, args, seconds):
     md += jit_table(rows) + [""]
     if overhead:
         md += ["## Host overhead per call", "",
-               "Median (and mean) host wall time of %d back-to-back calls on a [1, 16] tensor: the fusion `y = a + b` "
-               "through the Python package, next to one eager `torch.add(a, b)`." % overhead["calls"], "",
-               "| call | median us | mean us |", "|---|---|---|"]
-        md += ["| %s | %.2f | %.2f |" % (k, v[0], v[1]) for k, v in overhead.items() if k not in ("calls", "shape")]
+               "Host wall time per call on a [1, 16] tensor: the fusion `y = a + b` through the Python package, next "
+               "to one eager `torch.add(a, b)`. Batches: %d rounds of one batch of %d calls of each call in turn, each "
+               "begun after a synchronize; median and min of their time per call (the host's cost). Back to back: the mean of %d calls in a "
+               "row, where launches can wait for room in the stream's queue (the GPU's pace)."
+               % (OVERHEAD_BATCHES, OVERHEAD_BATCH, overhead["calls"]), "",
+               "| call | batches median us | batches min us | back to back us |", "|---|---|---|---|"]
+        md += ["| %s | %.2f | %.2f | %.2f |" % ((k,) + tuple(v)) for k, v in overhead.items()
+               if k not in ("calls", "shape")]
         md.append("")
     return "\n".join(md)
 

@@ -1,21 +1,25 @@
 """The Python call path's host cost taken apart (bench/NOTES.md, "Where it
 stands"): one eager torch.add, torch.empty and torch.empty_like for scale, the attribute reads
-the call makes on three torch tensors, torch's raw stream getter, the ctypes
+the call makes on three torch tensors (and one at a time), an empty Python
+call with the same keywords, torch's raw stream getter, the ctypes
 call of fusegen_function_call (with the driver's launch), and whole calls of
 the tiny fusion `y = a + b` on [1, 16] with and without pointer checks and
-out=. Each: mean host wall time of 20,000 back-to-back calls after 2,000
-warm-up calls; two rounds. Needs a GPU and the installed package:
+out=. All are timed together by kernelbench.py's host_overheads: median and
+min per call over batches of 64 calls begun on an idle GPU, the cases taken in
+turn (the host's cost), and the mean of 20,000 back-to-back calls (where
+launches may wait for the GPU); two rounds.
+Needs a GPU and the installed package:
 
     PYTHONPATH=<where fusegen is installed> python3 bench/python_call_parts.py
 """
 
 import ctypes
-import time
 
 import torch
 
 import fusegen
 from fusegen import _tensors
+from kernelbench import host_overheads
 
 TINY_SPEC = "fusion tiny {\n  input a : f32[N, 16]\n  input b : f32[N, 16]\n  output y = a + b\n}\n"
 
@@ -39,30 +43,36 @@ def main():
     def ctypes_call():
         plain._c_call(plain._handle, plan.args, 2, plan.outs, 1, ctypes.c_void_p(raw_stream(0)))
 
-    cases = [
+    def noop_kwargs(out=None, **tensors):  # the Python frame that f(a=a, b=b, out=...) enters
+        return tensors
+
+    cases = dict([
         ("torch.add", lambda: torch.add(a, b)),
         ("torch.empty", lambda: torch.empty((1, 16), dtype=f32, device="cuda:0")),
         ("torch.empty_like", lambda: torch.empty_like(y)),
         ("attribute reads of 3 tensors", attribute_reads),
+        ("t.dtype", lambda: a.dtype),
+        ("t.get_device()", lambda: a.get_device()),
+        ("t.is_contiguous()", lambda: a.is_contiguous()),
+        ("t.data_ptr()", lambda: a.data_ptr()),
+        ("t.shape", lambda: a.shape),
+        ("Python call noop(a=a, b=b, out={...})", lambda: noop_kwargs(a=a, b=b, out={"y": y})),
         ("raw stream", lambda: raw_stream(0)),
         ("ctypes call with launch, no checks", ctypes_call),
         ("f(out=), no pointer checks", lambda: plain(a=a, b=b, out={"y": y})),
+        ("f.call(dict, out=), no pointer checks", lambda: plain.call({"a": a, "b": b}, {"y": y})),
         ("f(out=), pointer checks", lambda: checked(a=a, b=b, out={"y": y})),
         ("f(), no pointer checks", lambda: plain(a=a, b=b)),
         ("f(), pointer checks", lambda: checked(a=a, b=b)),
-    ]
+    ])
+    run = getattr(plain, "_fast_run", None)  # the C call path's entry, where there is one
+    if run:
+        tensors, outs = {"a": a, "b": b}, {"y": y}
+        cases["C path run(dict, dict) alone"] = lambda: run(tensors, outs)
+    print("%-40s %s" % ("per call, us", "batches median / min, back to back"))
     for _ in range(2):
-        for name, fn in cases:
-            for _ in range(2000):
-                fn()
-            torch.cuda.synchronize()
-            calls = 20000
-            begin = time.perf_counter_ns()
-            for _ in range(calls):
-                fn()
-            elapsed = time.perf_counter_ns() - begin
-            torch.cuda.synchronize()
-            print("%-36s %.2f us" % (name, elapsed / calls / 1e3))
+        for name, timing in host_overheads(cases, 20000, torch.cuda.synchronize).items():
+            print("%-40s %6.2f / %6.2f  %6.2f" % ((name,) + timing))
 
 
 if __name__ == "__main__":
