@@ -1,8 +1,9 @@
 /* The torch branch of fusegen.Function.call in C (bench/NOTES.md: the call
  * path's Python and the ctypes conversion were 4-5 us of a 9-12 us call).
  *
- * A Caller belongs to one Function. Called with the keyword tensors and the
- * out= value, it either runs the whole call or returns NotImplemented, and
+ * A Caller belongs to one Function. Its run(tensors, out), with the keyword
+ * tensors and the out= value, either runs the whole call or returns
+ * NotImplemented, and
  * then the Python path runs it instead (and words every error): anything
  * that is not the common case declines here. The common case: every argument
  * and output a torch.Tensor (or subclass) of float32, on the function's
@@ -10,9 +11,8 @@
  *
  * The plan's fusegen_tensor arrays (ctypes memory the plan keeps alive) get
  * the data pointers written in place and fusegen_function_call is called
- * directly. Like the Python path, the call takes its plan out of the dict
- * while it uses it (torch.empty may let another thread run), so no two calls
- * ever write the same plan's arrays, and puts it back after.
+ * directly, in one step that runs no Python code (see caller_run), so no two
+ * calls ever write the same plan's arrays at once.
  * Errors of the call itself (status != 0) go to the Function's own raiser,
  * so they read exactly as on the Python path. No torch headers: everything
  * goes through attribute reads, as in Python.
@@ -39,6 +39,7 @@ static int PyModule_AddObjectRef(PyObject* module, const char* name, PyObject* v
 #endif
 #if PY_VERSION_HEX < 0x03090000
 #define PyObject_CallMethodNoArgs(o, name) PyObject_CallMethodObjArgs((o), (name), NULL)
+#define PyObject_CallOneArg(f, arg) PyObject_CallFunctionObjArgs((f), (arg), NULL)
 #endif
 
 typedef fusegen_status (*call_fn)(const fusegen_function*, const fusegen_tensor*, int32_t, const fusegen_tensor*,
@@ -52,6 +53,7 @@ typedef struct {
   PyObject* out_names;      /* tuple of str: output names in order */
   PyObject* plans;          /* dict: tuple of argument shapes -> plan (has .fast) */
   long device;              /* the runtime's device index */
+  PyObject* device_index;   /* the same, as an int object (raw_stream's argument) */
   PyObject* tensor_type;    /* torch.Tensor */
   PyObject* float32;        /* torch.float32 */
   PyObject* raw_stream;     /* device index -> current stream handle (int) */
@@ -130,18 +132,74 @@ static int plan_arrays(PyObject* plan, fusegen_tensor** args, fusegen_tensor** o
              : 0;
 }
 
-static PyObject* caller_call(Caller* self, PyObject* call_args, PyObject* call_kwargs) {
-  PyObject* tensors;
-  PyObject* out;
-  if (call_kwargs && PyDict_GET_SIZE(call_kwargs) != 0) {
-    PyErr_SetString(PyExc_TypeError, "Caller takes (tensors, out) positionally");
+/* Reads the outputs given with out= (usable tensors) into results, data[]
+ * and shapes[] (new references, compared with the plan's once it is known).
+ * 1: done; 0: not the common case; -1: error. */
+static int given_outputs(Caller* self, PyObject* out, PyObject* results, void** data, PyObject** shapes) {
+  for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(results); ++j) {
+    PyObject* t = PyDict_GetItemWithError(out, PyTuple_GET_ITEM(self->out_names, j));
+    if (!t)
+      return PyErr_Occurred() ? -1 : 0;
+    PyTuple_SET_ITEM(results, j, Py_NewRef(t));
+    const int usable = usable_tensor(self, t, &shapes[j], &data[j]);
+    if (usable <= 0)
+      return usable;
+  }
+  return 1;
+}
+
+/* Allocates the outputs of the plan's shapes into results and data[]: like
+ * the argument of the same shape where there is one (a plain float32
+ * tensor, so empty_like makes one as asked), else with torch.empty.
+ * 0 on success, -1 with an error set. */
+static int allocate_outputs(Caller* self, PyObject* out_shapes, PyObject* like, PyObject* const* inputs,
+                            Py_ssize_t n_args, PyObject* results, void** data) {
+  for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(results); ++j) {
+    const long same_shape = self->empty_like == Py_None ? -1 : PyLong_AsLong(PyTuple_GET_ITEM(like, j));
+    if (same_shape == -1 && PyErr_Occurred())
+      return -1;
+    PyObject* t;
+    if (same_shape >= 0 && same_shape < n_args && Py_TYPE(inputs[same_shape]) == (PyTypeObject*)self->tensor_type) {
+      t = PyObject_CallOneArg(self->empty_like, inputs[same_shape]);
+    } else {
+      PyObject* empty_args = PyTuple_Pack(1, PyTuple_GET_ITEM(out_shapes, j));
+      if (!empty_args)
+        return -1;
+      t = PyObject_Call(self->empty, empty_args, self->empty_kwargs);
+      Py_DECREF(empty_args);
+    }
+    if (!t)
+      return -1;
+    PyTuple_SET_ITEM(results, j, t); /* steals the reference */
+    PyObject* pointer = PyObject_CallMethodNoArgs(t, s_data_ptr);
+    if (!pointer)
+      return -1;
+    data[j] = PyLong_AsVoidPtr(pointer);
+    Py_DECREF(pointer);
+    if (PyErr_Occurred())
+      return -1;
+  }
+  return 0;
+}
+
+/* run(tensors, out): the call, or NotImplemented for the Python path.
+ *
+ * The plan's arrays are shared by every call with its shapes, so they are
+ * written and passed to the library in one step that runs no Python code
+ * (the GIL held throughout): everything that can run Python code (attribute
+ * reads, the stream, allocation) comes first. The Python path takes a plan
+ * out of the dict while it writes it, so a plan still in the dict after
+ * that is nobody else's. */
+static PyObject* caller_run(Caller* self, PyObject* const* call_args, Py_ssize_t n_call_args) {
+  if (n_call_args != 2) {
+    PyErr_SetString(PyExc_TypeError, "Caller.run takes (tensors, out)");
     return NULL;
   }
-  if (!PyArg_ParseTuple(call_args, "OO", &tensors, &out))
-    return NULL;
+  PyObject* tensors = call_args[0];
+  PyObject* out = call_args[1];
   const Py_ssize_t n_args = PyTuple_GET_SIZE(self->names);
   const Py_ssize_t n_outs = PyTuple_GET_SIZE(self->out_names);
-  if (!PyDict_Check(tensors) || PyDict_GET_SIZE(tensors) != n_args)
+  if (!PyDict_Check(tensors) || PyDict_GET_SIZE(tensors) != n_args || n_args > 32 || n_outs > 32)
     Py_RETURN_NOTIMPLEMENTED;
   if (out != Py_None && (!PyDict_Check(out) || PyDict_GET_SIZE(out) != n_outs))
     Py_RETURN_NOTIMPLEMENTED;
@@ -154,11 +212,9 @@ static PyObject* caller_call(Caller* self, PyObject* call_args, PyObject* call_k
   if (!key)
     return NULL;
   void* pointers[32];
-  PyObject* inputs[32]; /* borrowed from `tensors` */
-  if (n_args > 32 || n_outs > 32) {
-    result = Py_NewRef(Py_NotImplemented);
-    goto done;
-  }
+  void* out_pointers[32];
+  PyObject* out_given_shapes[32] = {NULL}; /* new references */
+  PyObject* inputs[32];                    /* borrowed from `tensors` */
   for (Py_ssize_t i = 0; i < n_args; ++i) {
     PyObject* t = PyDict_GetItemWithError(tensors, PyTuple_GET_ITEM(self->names, i));
     if (!t) {
@@ -176,6 +232,24 @@ static PyObject* caller_call(Caller* self, PyObject* call_args, PyObject* call_k
     }
     PyTuple_SET_ITEM(key, i, shape); /* steals the reference */
   }
+  results = PyTuple_New(n_outs);
+  if (!results)
+    goto done;
+  if (out != Py_None) {
+    const int given = given_outputs(self, out, results, out_pointers, out_given_shapes);
+    if (given <= 0) {
+      if (given == 0)
+        result = Py_NewRef(Py_NotImplemented);
+      goto done;
+    }
+  }
+  PyObject* stream_handle = PyObject_CallOneArg(self->raw_stream, self->device_index);
+  if (!stream_handle)
+    goto done;
+  void* stream = PyLong_AsVoidPtr(stream_handle);
+  Py_DECREF(stream_handle);
+  if (PyErr_Occurred())
+    goto done;
 
   plan = PyDict_GetItemWithError(self->plans, key);
   if (!plan) {
@@ -184,10 +258,6 @@ static PyObject* caller_call(Caller* self, PyObject* call_args, PyObject* call_k
     goto done;
   }
   Py_INCREF(plan);
-  if (PyDict_DelItem(self->plans, key) < 0) { /* ours until `done` puts it back */
-    Py_CLEAR(plan);
-    goto done;
-  }
   fusegen_tensor* args;
   fusegen_tensor* outs;
   PyObject* out_shapes;
@@ -198,77 +268,33 @@ static PyObject* caller_call(Caller* self, PyObject* call_args, PyObject* call_k
       result = Py_NewRef(Py_NotImplemented);
     goto done;
   }
-
-  results = PyTuple_New(n_outs);
-  if (!results)
-    goto done;
-  for (Py_ssize_t j = 0; j < n_outs; ++j) {
-    PyObject* expected = PyTuple_GET_ITEM(out_shapes, j);
-    PyObject* t;
-    if (out == Py_None) {
-      const long same_shape = self->empty_like == Py_None ? -1 : PyLong_AsLong(PyTuple_GET_ITEM(like, j));
-      if (same_shape == -1 && PyErr_Occurred())
-        goto done;
-      /* Float32, contiguous, on the device (checked above) and no subclass,
-       * whose empty_like could return one: allocated like that argument. */
-      if (same_shape >= 0 && same_shape < n_args && Py_TYPE(inputs[same_shape]) == (PyTypeObject*)self->tensor_type) {
-        t = PyObject_CallFunctionObjArgs(self->empty_like, inputs[same_shape], NULL);
-      } else {
-        PyObject* empty_args = PyTuple_Pack(1, expected);
-        if (!empty_args)
-          goto done;
-        t = PyObject_Call(self->empty, empty_args, self->empty_kwargs);
-        Py_DECREF(empty_args);
-      }
-      if (!t)
-        goto done;
-    } else {
-      t = PyDict_GetItemWithError(out, PyTuple_GET_ITEM(self->out_names, j));
-      if (!t) {
-        if (!PyErr_Occurred())
-          result = Py_NewRef(Py_NotImplemented);
-        goto done;
-      }
-      Py_INCREF(t);
-    }
-    PyTuple_SET_ITEM(results, j, t); /* steals the reference */
-    if (out == Py_None) {            /* torch.empty made it as asked */
-      PyObject* pointer = PyObject_CallMethodNoArgs(t, s_data_ptr);
-      if (!pointer)
-        goto done;
-      outs[j].data = PyLong_AsVoidPtr(pointer);
-      Py_DECREF(pointer);
-      if (PyErr_Occurred())
-        goto done;
-      continue;
-    }
-    PyObject* shape = NULL;
-    void* data = NULL;
-    const int usable = usable_tensor(self, t, &shape, &data);
-    if (usable <= 0) {
-      if (usable == 0)
+  if (out == Py_None) {
+    if (allocate_outputs(self, out_shapes, like, inputs, n_args, results, out_pointers) < 0)
+      goto done;
+    /* Allocation may have let another thread run: the plan must still be
+     * in the dict (else that thread's Python path may be writing it). */
+    PyObject* now = PyDict_GetItemWithError(self->plans, key);
+    if (now != plan) {
+      if (!PyErr_Occurred())
         result = Py_NewRef(Py_NotImplemented);
       goto done;
     }
-    const int same = PyObject_RichCompareBool(shape, expected, Py_EQ);
-    Py_DECREF(shape);
-    if (same <= 0) {
-      if (same == 0)
-        result = Py_NewRef(Py_NotImplemented); /* the Python path words the mismatch */
-      goto done;
+  } else {
+    for (Py_ssize_t j = 0; j < n_outs; ++j) {
+      const int same = PyObject_RichCompareBool(out_given_shapes[j], PyTuple_GET_ITEM(out_shapes, j), Py_EQ);
+      if (same <= 0) {
+        if (same == 0)
+          result = Py_NewRef(Py_NotImplemented); /* the Python path words the mismatch */
+        goto done;
+      }
     }
-    outs[j].data = data;
   }
 
-  PyObject* stream_handle = PyObject_CallFunction(self->raw_stream, "l", self->device);
-  if (!stream_handle)
-    goto done;
-  void* stream = PyLong_AsVoidPtr(stream_handle);
-  Py_DECREF(stream_handle);
-  if (PyErr_Occurred())
-    goto done;
+  /* From here to the call no Python code runs. */
   for (Py_ssize_t i = 0; i < n_args; ++i)
     args[i].data = pointers[i];
+  for (Py_ssize_t j = 0; j < n_outs; ++j)
+    outs[j].data = out_pointers[j];
   const fusegen_status status = self->call(self->function, args, (int32_t)n_args, outs, (int32_t)n_outs, stream);
   if (status != FUSEGEN_OK) {
     PyObject* raised = PyObject_CallFunction(self->raise_status, "i", (int)status);
@@ -281,16 +307,9 @@ static PyObject* caller_call(Caller* self, PyObject* call_args, PyObject* call_k
   result = n_outs == 1 ? Py_NewRef(PyTuple_GET_ITEM(results, 0)) : Py_NewRef(results);
 
 done:
-  if (plan) {
-    /* Back for the next call, unless another thread's call put its own
-     * there meanwhile; keep an error already set. */
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    if (PyDict_SetDefault(self->plans, key, plan) == NULL)
-      PyErr_Clear();
-    PyErr_Restore(type, value, traceback);
-    Py_DECREF(plan);
-  }
+  for (Py_ssize_t j = 0; j < n_outs; ++j)
+    Py_XDECREF(out_given_shapes[j]);
+  Py_XDECREF(plan);
   Py_DECREF(key);
   Py_XDECREF(fast);
   Py_XDECREF(results);
@@ -330,6 +349,10 @@ static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {
   Py_XSETREF(self->empty, Py_NewRef(empty));
   Py_XSETREF(self->empty_like, Py_NewRef(empty_like));
   Py_XSETREF(self->raise_status, Py_NewRef(raise_status));
+  PyObject* device_index = PyLong_FromLong(device);
+  if (!device_index)
+    return -1;
+  Py_XSETREF(self->device_index, device_index);
   self->device = device;
   return 0;
 }
@@ -345,6 +368,7 @@ static int caller_traverse(Caller* self, visitproc visit, void* arg) {
   Py_VISIT(self->empty_kwargs);
   Py_VISIT(self->empty_like);
   Py_VISIT(self->raise_status);
+  Py_VISIT(self->device_index);
   return 0;
 }
 
@@ -359,6 +383,7 @@ static int caller_clear(Caller* self) {
   Py_CLEAR(self->empty_kwargs);
   Py_CLEAR(self->empty_like);
   Py_CLEAR(self->raise_status);
+  Py_CLEAR(self->device_index);
   return 0;
 }
 
@@ -372,6 +397,12 @@ static PyObject* caller_taken(Caller* self, void* closure) {
   (void)closure;
   return PyLong_FromUnsignedLongLong(self->taken);
 }
+
+static PyMethodDef caller_methods[] = {
+    {"run", (PyCFunction)(void (*)(void))caller_run, METH_FASTCALL,
+     "run(tensors, out): the call's result, or NotImplemented where the Python path must take it"},
+    {NULL, NULL, 0, NULL},
+};
 
 static PyGetSetDef caller_getset[] = {
     {"taken", (getter)caller_taken, NULL, "calls this path ran", NULL},
@@ -388,10 +419,10 @@ static PyTypeObject CallerType = {
     .tp_doc = "The torch branch of one Function's call path (see the module's source).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)caller_init,
-    .tp_call = (ternaryfunc)caller_call,
     .tp_traverse = (traverseproc)caller_traverse,
     .tp_clear = (inquiry)caller_clear,
     .tp_dealloc = (destructor)caller_dealloc,
+    .tp_methods = caller_methods,
     .tp_getset = caller_getset,
 };
 // clang-format on

@@ -73,6 +73,11 @@ def _load_fastcall():
     return _fastcall
 
 
+def _declined(tensors, out):
+    """The fast run of a Function without the C call path."""
+    return NotImplemented
+
+
 def _raise_status(lib, status):
     raise last_error(lib, status)
 
@@ -122,6 +127,9 @@ class Function:
         self._c_call = lib.function_call_unconverted  # see _library._declare: arguments typed here
         self._torch_device = None
         self._fast = None  # the C call path (a _fastcall.Caller), False without it; see _make_fast
+        # (tensors, out) -> result or NotImplemented: the Caller's `run` once made,
+        # _declined without one; None until decided (not a bound method of self: no cycle).
+        self._fast_run = None
 
     def __repr__(self):
         return "<fusegen.Function %s>" % self.signature
@@ -139,21 +147,33 @@ class Function:
 
         Arguments by name; `out={name: tensor}` gives the outputs (required
         without torch). With torch tensors it runs on torch's current stream."""
-        if self._out_is_arg and out is not None:
+        if out is not None and self._out_is_arg:
             tensors["out"] = out
             out = None
-        return self.call(tensors, out)
+        # The common case in one step to C (one Python frame fewer per call).
+        result = (self._fast_run or self._first_fast_run)(tensors, out)
+        return self._call(tensors, out, None) if result is NotImplemented else result
 
     def call(self, tensors, out=None, stream=None):
         """Like f(**tensors, out=out), with an explicit `stream` (an int handle or a
         torch/CuPy stream; by default torch's current stream when torch tensors are
         involved, else the legacy default stream)."""
         if stream is None:
-            fast = self._fast if self._fast is not None else self._make_fast()
-            if fast:
-                result = fast(tensors, out)  # NotImplemented: not the common case, see below
-                if result is not NotImplemented:
-                    return result
+            result = (self._fast_run or self._first_fast_run)(tensors, out)
+            if result is not NotImplemented:
+                return result
+        return self._call(tensors, out, stream)
+
+    def _first_fast_run(self, tensors, out):
+        """Until the C call path is made: makes it (once torch is loaded) and runs it."""
+        fast = self._make_fast()
+        if fast is None:
+            return NotImplemented  # torch is not loaded: asked again next call
+        self._fast_run = fast.run if fast else _declined
+        return self._fast_run(tensors, out)
+
+    def _call(self, tensors, out, stream):
+        """The general path: every case, every check and message."""
         if len(tensors) != self._n_args:
             raise self._names_error(tensors)
         Tensor_ = _tensors.TorchTensor or _tensors.torch_tensor_type()
