@@ -136,19 +136,24 @@ __device__ __forceinline__ FusegenWelford fusegen_welford_add(FusegenWelford s, 
   return s;
 }
 
+// fp32 -> tf32 rounded to nearest (ties away), as a 32-bit pattern. Before
+// sm_80, where no tensor core reads tf32, the bits as they are.
+__device__ __forceinline__ unsigned int fusegen_tf32_bits(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned int bits;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(x));
+  return bits;
+#else
+  return __float_as_uint(x);
+#endif
+}
+
 // x - trunc_tf32(x) rounded to tf32 (to nearest, ties away): the small part
 // of x's 3xTF32 split when the tensor cores read x itself as the big part
 // (they drop its low 13 bits). Used by the GEMM's in-loop split of B and by
 // the pass that splits B once per call, so both give the same bits.
 __device__ __forceinline__ float fusegen_tf32_rest(float x) {
-  const float rest = x - __uint_as_float(__float_as_uint(x) & 0xffffe000u);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  unsigned int bits;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(rest));
-  return __uint_as_float(bits);
-#else
-  return rest;
-#endif
+  return __uint_as_float(fusegen_tf32_bits(x - __uint_as_float(__float_as_uint(x) & 0xffffe000u)));
 }
 
 // The partial statistics (count, mean, M2) stored at p.
@@ -783,13 +788,6 @@ __device__ __forceinline__ void accumulate_tile(const FusegenArgs& args, float* 
 
 // ---- tensor-core inner product (kInnerProduct 1 and 2) ----
 
-// fp32 -> tf32, rounded to nearest (ties away), as a 32-bit pattern.
-__device__ __forceinline__ unsigned int gemm_tf32(float x) {
-  unsigned int bits;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(x));
-  return bits;
-}
-
 // x = big + small, both tf32; |x - big - small| <= 2^-22 |x| or so.
 // kRoundSmall false leaves the small part's low bits for the tensor cores
 // to drop (<= 2^-21 |x|): half the instructions of the split (cvt.rna is
@@ -797,9 +795,9 @@ __device__ __forceinline__ unsigned int gemm_tf32(float x) {
 // (chain 85's conv: 1.45 -> 1.31 ms, error unchanged at 2e-6).
 template <bool kRoundSmall = true>
 __device__ __forceinline__ void gemm_split(float x, unsigned int& big, unsigned int& small) {
-  big = gemm_tf32(x);
+  big = fusegen_tf32_bits(x);
   const float rest = x - __uint_as_float(big);
-  small = kRoundSmall ? gemm_tf32(rest) : __float_as_uint(rest);
+  small = kRoundSmall ? fusegen_tf32_bits(rest) : __float_as_uint(rest);
 }
 
 // acc (m16n8, fp32) += a (m16k8, tf32, row) * b (k8n8, tf32, col).
@@ -839,7 +837,7 @@ __device__ __forceinline__ void multiply_slice_tc(const float* slice, int warp_m
         if (kInnerProduct == 1)
           gemm_split<!kGathers>(v[r], b_big[j][r], b_small[j][r]);
         else
-          b_big[j][r] = gemm_tf32(v[r]);
+          b_big[j][r] = fusegen_tf32_bits(v[r]);
       }
     }
 #pragma unroll
@@ -852,7 +850,7 @@ __device__ __forceinline__ void multiply_slice_tc(const float* slice, int warp_m
         if (kInnerProduct == 1)
           gemm_split<!kGathers>(v[r], a_big[r], a_small[r]);
         else
-          a_big[r] = gemm_tf32(v[r]);
+          a_big[r] = fusegen_tf32_bits(v[r]);
       }
       // The small terms first: they join the running sum before the big
       // product of the same step, which keeps more of their bits.
@@ -1191,12 +1189,12 @@ template <int kCount>
 __device__ __forceinline__ void split_floats(const float* slice, float* small) {
   constexpr int kVectors = kCount / 4;
   static_assert(!kWgmma || kVectors % kThreads == 0, "split vectors must divide evenly among the threads");
-  auto rest = [](float x) { return fusegen_tf32_rest(x); };
 #pragma unroll
   for (int i = 0; i < kVectors / kThreads; ++i) {
     const int v = (threadIdx.x + i * kThreads) * 4;
     const float4 x = *reinterpret_cast<const float4*>(slice + v);
-    *reinterpret_cast<float4*>(small + v) = make_float4(rest(x.x), rest(x.y), rest(x.z), rest(x.w));
+    *reinterpret_cast<float4*>(small + v) =
+        make_float4(fusegen_tf32_rest(x.x), fusegen_tf32_rest(x.y), fusegen_tf32_rest(x.z), fusegen_tf32_rest(x.w));
   }
 }
 
@@ -1282,7 +1280,9 @@ __device__ __forceinline__ void copy_first_slices(const FusegenArgs& args, const
 //   warpgroup loads and splits its own rows of A in registers (wgmma's
 //   register-A form), so the tensor cores read only B from shared memory
 //   (bench/NOTES.md v9). The products of a slice go into separate sums that
-//   are added to acc with rounded fp32 adds, as multiply_into() does.
+//   are added to acc with rounded fp32 adds, as multiply_into() does. With B
+//   split once per call (kCopySmallB), B's small parts arrive with each
+//   slice and nothing is split in shared memory (v21).
 __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, float* smem, const GemmExtents& e,
                                                        long long batch, long long m0, long long n0,
                                                        float (&acc)[kFragsM][kFragsN][4]) {
@@ -1293,10 +1293,14 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
   float* small = smem + kStages * kAsyncSliceFloats; // 3xTF32: two buffers of B's small parts
   constexpr int kBFloats = kBlockN * kRowStride;
   copy_first_slices<kAhead>(args, e, a_base, b_base, m0, n0, slices, smem);
-  if constexpr (kCopySmallB) {
-    // B's small parts arrive with each slice: no split here, one barrier
-    // per slice (the slice has landed everywhere; slice s - 1's stage is
-    // free, its products having finished before the last iteration ended).
+  if constexpr (kInnerProduct != 1 || kCopySmallB) {
+    // Nothing to split in shared memory (TF32, or B's small parts arriving
+    // with each slice): one barrier per slice, after which the slice has
+    // landed everywhere and the stage refilled next is free (TF32: its
+    // products, two slices back, finished in both warpgroups; 3xTF32: slice
+    // s - 1's, which finished before the last iteration ended).
+    if constexpr (kInnerProduct != 1)
+      gemm_wgmma_fence(); // acc was zeroed by ordinary instructions
 #pragma unroll 1
     for (long long s = 0; s < slices; ++s) {
       gemm_copy_wait<kAhead - 1>();
@@ -1308,11 +1312,18 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
                          smem + (next % kStages) * kAsyncSliceFloats);
       gemm_copy_commit();
       float* slice = smem + (s % kStages) * kAsyncSliceFloats;
-      float sums[kFragsN][4] = {};
-      issue_slice_wgmma_split(slice, slice + (kBlockM + kBlockN) * kRowStride, sums);
-      add_slice_sums(acc[0], sums);
+      if constexpr (kInnerProduct != 1) {
+        issue_slice_wgmma(slice, acc[0]);
+        gemm_wgmma_wait<1>();
+      } else {
+        float sums[kFragsN][4] = {};
+        issue_slice_wgmma_split(slice, slice + (kBlockM + kBlockN) * kRowStride, sums);
+        add_slice_sums(acc[0], sums);
+      }
     }
-  } else if constexpr (kInnerProduct == 1) {
+    if constexpr (kInnerProduct != 1)
+      gemm_wgmma_wait<0>();
+  } else {
     if (slices > 0) {
       gemm_copy_wait<kAhead - 1>();
       __syncthreads(); // slice 0 has landed
@@ -1341,22 +1352,6 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
       gemm_fence_async_proxy();
       __syncthreads(); // the split is visible; slice s's buffers are free
     }
-  } else {
-    gemm_wgmma_fence(); // acc was zeroed by ordinary instructions
-#pragma unroll 1
-    for (long long s = 0; s < slices; ++s) {
-      gemm_copy_wait<kAhead - 1>();
-      gemm_fence_async_proxy(); // the tensor cores read what cp.async wrote
-      __syncthreads();          // slice s has landed; slice s - 2's products finished
-      const long long next = s + kAhead;
-      if (next < slices)
-        copy_slice_async(args, e, a_base, b_base, m0, n0, slice_k(e, next),
-                         smem + (next % kStages) * kAsyncSliceFloats);
-      gemm_copy_commit();
-      issue_slice_wgmma(smem + (s % kStages) * kAsyncSliceFloats, acc[0]);
-      gemm_wgmma_wait<1>();
-    }
-    gemm_wgmma_wait<0>();
   }
   gemm_copy_wait<0>();
   __syncthreads(); // shared memory is free for the epilogue

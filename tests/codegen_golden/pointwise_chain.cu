@@ -136,19 +136,24 @@ __device__ __forceinline__ FusegenWelford fusegen_welford_add(FusegenWelford s, 
   return s;
 }
 
+// fp32 -> tf32 rounded to nearest (ties away), as a 32-bit pattern. Before
+// sm_80, where no tensor core reads tf32, the bits as they are.
+__device__ __forceinline__ unsigned int fusegen_tf32_bits(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned int bits;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(x));
+  return bits;
+#else
+  return __float_as_uint(x);
+#endif
+}
+
 // x - trunc_tf32(x) rounded to tf32 (to nearest, ties away): the small part
 // of x's 3xTF32 split when the tensor cores read x itself as the big part
 // (they drop its low 13 bits). Used by the GEMM's in-loop split of B and by
 // the pass that splits B once per call, so both give the same bits.
 __device__ __forceinline__ float fusegen_tf32_rest(float x) {
-  const float rest = x - __uint_as_float(__float_as_uint(x) & 0xffffe000u);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  unsigned int bits;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(rest));
-  return __uint_as_float(bits);
-#else
-  return rest;
-#endif
+  return __uint_as_float(fusegen_tf32_bits(x - __uint_as_float(__float_as_uint(x) & 0xffffe000u)));
 }
 
 // The partial statistics (count, mean, M2) stored at p.
