@@ -329,6 +329,14 @@ namespace fusegen_linear_relu_k0_impl {
 //                                  The last wave of a launch of several waves
 //                                  that would leave most SMs idle becomes a
 //                                  short one (bench/NOTES.md v20)
+//   "raster_rows"   constexpr int kRasterRows  0, or G > 0: with one batch and
+//                                  every row block in grid.y, the blocks take
+//                                  their output blocks in groups of G row
+//                                  blocks, column by column (block s of the
+//                                  launch, s = y * grid.x + x, as
+//                                  raster_block() says; a split tail the
+//                                  same), so a wave reads fewer column blocks
+//                                  of B (bench/NOTES.md v25)
 //   "stages"        constexpr int kStages   slices in flight on the cp.async
 //                                  path (tensor cores, vector operands along k)
 //   "shared_floats" constexpr int kDynamicSharedFloats  the launch's dynamic
@@ -465,6 +473,8 @@ __device__ __forceinline__ const float* b_small_address(const FusegenArgs& args,
 constexpr int kBlockEnd = 0;
 
 constexpr int kBlockBegin = 0;
+
+constexpr int kRasterRows = 16;
 
 __device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n, float acc) {
   (void)batch;
@@ -1737,6 +1747,18 @@ __device__ __forceinline__ void tensor_core_block(const FusegenArgs& args, float
   finish_block_tc(args, smem, e, batch, m0, n0, acc);
 }
 
+// The output block (row-major index) that block s of a rastered launch
+// takes: groups of kRasterRows row blocks (the last one shorter), each
+// walked column by column, so the 132 blocks of an H100 wave span about
+// 132 / kRasterRows column blocks of B instead of all of them.
+__device__ __forceinline__ long long raster_block(long long s, long long row_blocks, long long column_blocks) {
+  const long long group_blocks = kRasterRows * column_blocks;
+  const long long group = s / group_blocks, first_row = group * kRasterRows;
+  const long long rows = min(static_cast<long long>(kRasterRows), row_blocks - first_row);
+  const long long within = s - group * group_blocks;
+  return (first_row + within % rows) * column_blocks + within / rows;
+}
+
 __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
   // SIMT: static shared memory; tensor cores: the launch's dynamic shared
   // memory (more than the static 48 KB limit).
@@ -1761,24 +1783,31 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
   // costs about 60 registers.
   const long long column_blocks = (e.cols + kBlockN - 1) / kBlockN;
   if constexpr (kBlockBegin > 0) { // a split tail: one output block per cluster
-    const long long block = kBlockBegin + static_cast<long long>(blockIdx.x / kSplitK);
-    if (block < row_blocks * column_blocks)
+    long long block = kBlockBegin + static_cast<long long>(blockIdx.x / kSplitK);
+    if (block < row_blocks * column_blocks) {
+      if constexpr (kRasterRows > 0)
+        block = raster_block(block, row_blocks, column_blocks);
       tensor_core_block(args, smem, e, 0, (block / column_blocks) * kBlockM, (block % column_blocks) * kBlockN);
+    }
     return;
   }
-  const long long n0 = static_cast<long long>(blockIdx.x / kSplitK) * kBlockN;
-  if (n0 >= e.cols)
+  const long long column_block = blockIdx.x / kSplitK;
+  if (column_block * kBlockN >= e.cols)
     return;
+  const bool rastered = kRasterRows > 0 && batches == 1 && row_blocks <= gridDim.y;
   for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z)
     for (long long row_block = blockIdx.y; row_block < row_blocks; row_block += gridDim.y) {
-      if (kBlockEnd > 0 && row_block * column_blocks + blockIdx.x / kSplitK >= kBlockEnd)
+      long long block = row_block * column_blocks + column_block; // the launch's block s
+      if (kBlockEnd > 0 && block >= kBlockEnd)
         continue; // the split tail's
-      const long long m0 = row_block * kBlockM;
+      if (rastered)
+        block = raster_block(block, row_blocks, column_blocks);
+      const long long m0 = (block / column_blocks) * kBlockM, n0 = (block % column_blocks) * kBlockN;
       __syncthreads(); // the previous block's epilogue may still read shared memory
       if constexpr (kInnerProduct == 0) {
         float acc[kMicro][kMicro] = {};
         accumulate_tile(args, smem, e, batch, m0, n0, acc);
-        finish_tile(args, smem, e, batch, row_block, m0, n0, acc);
+        finish_tile(args, smem, e, batch, m0 / kBlockM, m0, n0, acc);
       } else {
         tensor_core_block(args, smem, e, batch, m0, n0);
       }

@@ -1069,6 +1069,35 @@ TEST(CodegenGemm, SplitTailTakesAShortLastWave) {
   EXPECT_EQ(constant_of(kernel_text(plain.value(), "gemm_scale_batchnorm_k0"), "kBlockEnd"), "0");
 }
 
+// On sm_90 tensor cores, where one block makes one output block, the grid is
+// rastered: groups of 16 row blocks walked column by column
+// (templates/gemm.cu "raster_rows"), the split tail the same way; not with
+// split-K clusters or on sm_80 (not measured there).
+TEST(CodegenGemm, RastersTensorCoreGridsOnSm90) {
+  const std::string spec = read_file(std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/39_gemm_scale_batchnorm.fg");
+  const GeneratedCode tail = generate(plans_of(spec, {{"N", 16384}}));
+  EXPECT_EQ(constant_of(kernel_text(tail, "gemm_scale_batchnorm_k0"), "kRasterRows"), "16");
+  EXPECT_EQ(constant_of(kernel_text(tail, "gemm_scale_batchnorm_k0_tail"), "kRasterRows"), "16");
+  EXPECT_EQ(
+      constant_of(kernel_text(generate(plans_of(spec, {{"N", 16384}}), Precision::TF32), "gemm_scale_batchnorm_k0"),
+                  "kRasterRows"),
+      "16");
+  const GeneratedCode symbolic = generate(plans_of(spec));
+  EXPECT_EQ(constant_of(kernel_text(symbolic, "gemm_scale_batchnorm_k0"), "kRasterRows"), "16")
+      << "the kernel checks the batch and grid.y itself";
+  CodegenOptions split;
+  split.gemm_block = GemmBlock{128, 128, 2};
+  Result<GeneratedCode> split_k = generate_cuda(plans_of(spec, {{"N", 128}}), split);
+  ASSERT_TRUE(split_k) << split_k.error();
+  EXPECT_EQ(constant_of(kernel_text(split_k.value(), "gemm_scale_batchnorm_k0"), "kSplitK"), "2");
+  EXPECT_EQ(constant_of(kernel_text(split_k.value(), "gemm_scale_batchnorm_k0"), "kRasterRows"), "0");
+  EXPECT_EQ(constant_of(
+                kernel_text(generate(plans_of(spec, {{"N", 16384}}), Precision::Strict, 80), "gemm_scale_batchnorm_k0"),
+                "kRasterRows"),
+            "0");
+  expect_compiles(gemm_source(tail), "raster", false);
+}
+
 // A strict linear over 8192 rows or more (the planner's scratch) on wgmma
 // splits its weight into tf32 parts in a pass before the GEMM, which copies
 // the small parts per slice beside B instead of splitting B in every block

@@ -42,6 +42,7 @@ inline constexpr HookSpec kGemmHooks[] = {
      "const float *(const FusegenArgs &, long long, long long, long long)"},
     {"block_end", HookKind::Constant, "kBlockEnd", "const int"},
     {"block_begin", HookKind::Constant, "kBlockBegin", "const int"},
+    {"raster_rows", HookKind::Constant, "kRasterRows", "const int"},
     {"epilogue", HookKind::Function, "epilogue", "float (const FusegenArgs &, long long, long long, long long, float)"},
     {"norm_apply", HookKind::Function, "norm_apply",
      "float (const FusegenArgs &, long long, long long, long long, float)"},
