@@ -126,6 +126,39 @@ fusion two {
         stream.synchronize()
         close(self, "y", y, expected, 1e-6)
 
+    def test_threads_share_plans(self):
+        # Calls with the same shapes share one plan (its ctypes arrays): from
+        # several threads at once, every call must still launch with its own
+        # pointers. Each call gets its own output (out= and allocated), so a
+        # call that took another thread's pointers would show in the end.
+        import threading
+        s = torch.rand(16, device="cuda")
+        xs = [torch.full((4, 16), float(t + 1), device="cuda") for t in range(8)]
+        outs = [[torch.empty(4, 16, device="cuda") for _ in range(100)] for _ in xs]
+        allocated = [[] for _ in xs]
+        errors = []
+
+        def work(t):
+            try:
+                for i, y in enumerate(outs[t]):
+                    self.f(x=xs[t], s=s, out={"y": y})
+                    if i % 4 == 0:
+                        allocated[t].append(self.f(x=xs[t], s=s))
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(len(xs))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        torch.cuda.synchronize()
+        self.assertEqual(errors, [])
+        for t, x in enumerate(xs):
+            expected = x * s + x
+            for y in outs[t] + allocated[t]:
+                close(self, "thread %d" % t, y, expected, 1e-6)
+
     def test_rejected_tensors(self):
         s = torch.rand(16, device="cuda")
         cases = [(torch.rand(8, 16), "is a tensor on cpu"),
