@@ -141,14 +141,18 @@ void assign_buffers(Plan& plan) {
       add_unique(source.reads, value_buffer[node.operands[0]]);
     const OpDef& op = op_of(node);
     std::vector<std::string> mutated = op.mutates ? op.mutates(node.attrs) : std::vector<std::string>{};
+    // The kernel that updates the running stats reads and writes them.
+    auto updates_state = [&](KernelStep& step) {
+      for (const std::string& param : mutated) {
+        BufferId state = value_buffer[node.operands[static_cast<size_t>(op.tensor_slot(param))]];
+        add_unique(step.reads, state);
+        add_unique(step.writes, state);
+      }
+    };
     if (finalizer < 0) { // the apply merges the partials (and updates the running stats)
       for (size_t k : appliers) {
         add_unique(plan.kernels[k].reads, partials);
-        for (const std::string& param : mutated) {
-          BufferId state = value_buffer[node.operands[static_cast<size_t>(op.tensor_slot(param))]];
-          add_unique(plan.kernels[k].reads, state);
-          add_unique(plan.kernels[k].writes, state);
-        }
+        updates_state(plan.kernels[k]);
       }
       continue;
     }
@@ -156,11 +160,7 @@ void assign_buffers(Plan& plan) {
     KernelStep& finalize = plan.kernels[static_cast<size_t>(finalizer)];
     add_unique(finalize.reads, partials);
     add_unique(finalize.writes, finalized);
-    for (const std::string& param : mutated) {
-      BufferId state = value_buffer[node.operands[static_cast<size_t>(op.tensor_slot(param))]];
-      add_unique(finalize.reads, state);
-      add_unique(finalize.writes, state);
-    }
+    updates_state(finalize);
     for (size_t k : appliers) {
       add_unique(plan.kernels[k].reads, finalized);
       // The apply step reads only the input and affine params, not the running stats.
