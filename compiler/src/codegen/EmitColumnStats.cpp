@@ -17,14 +17,6 @@ constexpr int64_t kWidePlaneValues = 32768;
 constexpr int64_t kChannelLanes = 32; // channels per block in column mode (see the template)
 constexpr int64_t kMaxGrid = INT_MAX;
 
-std::string dim_function(const std::string& return_type, const std::string& name, const std::string& expr) {
-  std::vector<std::string> body;
-  if (expr.find("args") == std::string::npos)
-    body.push_back("(void)args;");
-  body.push_back("return " + expr + ";");
-  return function_hook(return_type, name, "const FusegenArgs& args", body);
-}
-
 } // namespace
 
 Result<KernelSource> emit_column_stats(const EmitContext& ctx) {
@@ -58,11 +50,11 @@ Result<KernelSource> emit_column_stats(const EmitContext& ctx) {
   source.hooks["block_size"] = constant_hook("kBlockSize", block);
   source.hooks["tile_m"] = constant_hook("kTileM", tile);
   source.hooks["column_mode"] = constant_hook("kColumnMode", column_mode ? 1 : 0);
-  source.hooks["batch"] = dim_function("long long", "batch", ctx.dim(shape[0]));
-  source.hooks["channels"] = dim_function("long long", "channels", ctx.dim(shape[1]));
-  source.hooks["spatial"] = dim_function("long long", "spatial", ctx.product(shape, 2, shape.size()));
-  source.hooks["input"] = dim_function("const float*", "input", ctx.value_buffer(input));
-  source.hooks["partials"] = dim_function("float*", "partials", ctx.buffer(partials));
+  source.hooks["batch"] = args_function_hook("long long", "batch", ctx.dim(shape[0]));
+  source.hooks["channels"] = args_function_hook("long long", "channels", ctx.dim(shape[1]));
+  source.hooks["spatial"] = args_function_hook("long long", "spatial", ctx.product(shape, 2, shape.size()));
+  source.hooks["input"] = args_function_hook("const float*", "input", ctx.value_buffer(input));
+  source.hooks["partials"] = args_function_hook("float*", "partials", ctx.buffer(partials));
   source.hooks["entry"] = entry_hook(ctx, "kBlockSize", "column_stats_main(args);");
 
   SizeExpr tiles = ctx.ceil_div(ctx.size(shape, 0, 1), tile);

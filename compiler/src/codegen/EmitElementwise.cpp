@@ -189,11 +189,7 @@ Result<KernelSource> emit_elementwise(const EmitContext& ctx) {
   source.template_file = "elementwise.cu";
   source.hooks["block_size"] = constant_hook("kBlockSize", kBlock);
   source.hooks["vector_width"] = constant_hook("kVectorWidth", width);
-  std::string numel_text = ctx.product(domain, 0, domain.size());
-  std::vector<std::string> numel_body = {"return " + numel_text + ";"};
-  if (numel_text.find("args") == std::string::npos)
-    numel_body.insert(numel_body.begin(), "(void)args;");
-  source.hooks["numel"] = function_hook("long long", "numel", "const FusegenArgs& args", numel_body);
+  source.hooks["numel"] = args_function_hook("long long", "numel", ctx.product(domain, 0, domain.size()));
   source.hooks["vector_ok"] = function_hook("bool", "vector_ok", "const FusegenArgs& args",
                                             vectorize ? alignment_check(ctx)
                                                       : std::vector<std::string>{"(void)args;", "return false;"});

@@ -702,7 +702,7 @@ bool splits_b_once(const EmitContext& ctx, const GemmVariant& v) {
 // templates/elementwise.cu, launched before the GEMM.
 KernelSource b_split_pass(const EmitContext& ctx, ValueId weight) {
   const std::string from = ctx.value_buffer(weight), to = ctx.buffer(ctx.step().b_split);
-  const SizeExpr numel = ctx.size(shape_of(ctx, weight), 0, shape_of(ctx, weight).size());
+  const Shape& shape = shape_of(ctx, weight);
   KernelSource pass;
   pass.template_file = "elementwise.cu";
   pass.launch.kind = KernelKind::Elementwise;
@@ -712,11 +712,7 @@ KernelSource b_split_pass(const EmitContext& ctx, ValueId weight) {
   const std::string params = "const FusegenArgs& args, long long index";
   pass.hooks["block_size"] = constant_hook("kBlockSize", kThreads);
   pass.hooks["vector_width"] = constant_hook("kVectorWidth", 4);
-  const std::string count = ctx.product(shape_of(ctx, weight), 0, shape_of(ctx, weight).size());
-  std::vector<std::string> numel_body = {"return " + count + ";"};
-  if (count.find("args") == std::string::npos)
-    numel_body.insert(numel_body.begin(), "(void)args;");
-  pass.hooks["numel"] = function_hook("long long", "numel", "const FusegenArgs& args", numel_body);
+  pass.hooks["numel"] = args_function_hook("long long", "numel", ctx.product(shape, 0, shape.size()));
   pass.hooks["vector_ok"] = function_hook("bool", "vector_ok", "const FusegenArgs& args",
                                           {"return ((reinterpret_cast<unsigned long long>(" + from +
                                            ") | reinterpret_cast<unsigned long long>(" + to + ")) & 15ULL) == 0;"});
@@ -728,7 +724,8 @@ KernelSource b_split_pass(const EmitContext& ctx, ValueId weight) {
                                               " + index) = make_float4(fusegen_tf32_rest(x.x), fusegen_tf32_rest(x.y), "
                                               "fusegen_tf32_rest(x.z), fusegen_tf32_rest(x.w));"});
   pass.hooks["entry"] = entry_hook(ctx, "kBlockSize", "elementwise_main(args);", "", pass.name_suffix);
-  pass.launch.grid = {grid_stride_blocks(ctx, numel, kThreads * 4, 65536), ctx.constant(1), ctx.constant(1)};
+  pass.launch.grid = {grid_stride_blocks(ctx, ctx.size(shape, 0, shape.size()), kThreads * 4, 65536), ctx.constant(1),
+                      ctx.constant(1)};
   pass.launch.block = kThreads;
   pass.scratch_used.push_back(ctx.step().b_split);
   return pass;

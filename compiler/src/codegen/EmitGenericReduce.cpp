@@ -178,13 +178,6 @@ std::vector<std::string> store_element_body(const EmitContext& ctx, const RowLay
   return body.finish(params);
 }
 
-std::vector<std::string> return_size(const std::string& expr) {
-  std::vector<std::string> body = {"return " + expr + ";"};
-  if (!uses(expr, "args"))
-    body.insert(body.begin(), "(void)args;");
-  return body;
-}
-
 // Blocks of kBlock threads for `rows`, at least 1 and at most kMaxBlocks.
 SizeExpr grid_blocks(const EmitContext& ctx, const SizeExpr& rows) {
   return grid_stride_blocks(ctx, rows, kBlock, kMaxBlocks);
@@ -206,10 +199,8 @@ Result<KernelSource> emit_generic_reduce(const EmitContext& ctx) {
   source.hooks["anchor"] = "constexpr int kAnchor = " + *anchor_constant(layout.anchor->op) + ";";
   const Shape& kept = layout.kept_extents;
   const Shape& reduced = layout.reduced_extents;
-  source.hooks["num_rows"] = function_hook("long long", "num_rows", "const FusegenArgs& args",
-                                           return_size(ctx.product(kept, 0, kept.size())));
-  source.hooks["row_length"] = function_hook("long long", "row_length", "const FusegenArgs& args",
-                                             return_size(ctx.product(reduced, 0, reduced.size())));
+  source.hooks["num_rows"] = args_function_hook("long long", "num_rows", ctx.product(kept, 0, kept.size()));
+  source.hooks["row_length"] = args_function_hook("long long", "row_length", ctx.product(reduced, 0, reduced.size()));
   source.hooks["load"] =
       function_hook("float", "load", "const FusegenArgs& args, long long row, long long j", load_body(ctx, layout));
   source.hooks["store_row"] = function_hook("void", "store_row", "const FusegenArgs& args, long long row, float value",

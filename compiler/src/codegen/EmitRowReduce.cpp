@@ -349,13 +349,6 @@ std::vector<std::string> store_final_body(const EmitContext& ctx, const RowShape
   return body.finish(params);
 }
 
-std::vector<std::string> return_size(const std::string& expr) {
-  std::vector<std::string> body = {"return " + expr + ";"};
-  if (!uses(expr, "args"))
-    body.insert(body.begin(), "(void)args;");
-  return body;
-}
-
 std::string constant_text_hook(const std::string& type, const std::string& name, const std::string& value) {
   return "constexpr " + type + " " + name + " = " + value + ";";
 }
@@ -384,10 +377,8 @@ Result<KernelSource> emit_row_reduce(const EmitContext& ctx) {
       constant_text_hook("int", "kFinalOp", row.final_op ? *anchor_constant(row.final_op->op) : "kRowNone");
   double eps = is_moments(row.anchor->op) ? std::get<double>(row.anchor->attrs.at("eps")) : 0.0;
   source.hooks["eps"] = constant_text_hook("float", "kEps", ops::cuda_float(eps));
-  source.hooks["num_segments"] =
-      function_hook("long long", "num_segments", "const FusegenArgs& args", return_size(row.segments));
-  source.hooks["segment_length"] =
-      function_hook("long long", "segment_length", "const FusegenArgs& args", return_size(row.length));
+  source.hooks["num_segments"] = args_function_hook("long long", "num_segments", row.segments);
+  source.hooks["segment_length"] = args_function_hook("long long", "segment_length", row.length);
   source.hooks["load"] = function_hook("float", "load", kLoadParams, load_body(ctx, row));
   source.hooks["store_segment"] = function_hook("void", "store_segment",
                                                 "const FusegenArgs& args, long long segment, float value",

@@ -22,14 +22,6 @@ namespace {
 constexpr int64_t kMaxGrid = INT_MAX;
 constexpr int64_t kFewRows = 512; // batch_norm channels up to this get 32 threads each
 
-std::string dim_function(const std::string& name, const std::string& expr) {
-  std::vector<std::string> body;
-  if (expr.find("args") == std::string::npos)
-    body.push_back("(void)args;");
-  body.push_back("return " + expr + ";");
-  return function_hook("long long", name, "const FusegenArgs& args", body);
-}
-
 // Dim `d` of a plan buffer in device code, divided (rounding up) by its ceil_div.
 std::string buffer_extent(const EmitContext& ctx, const PlanBuffer& buffer, size_t d) {
   int64_t divisor = d < buffer.ceil_div.size() ? std::max<int64_t>(buffer.ceil_div[d], 1) : 1;
@@ -136,8 +128,8 @@ Result<KernelSource> emit_stats_finalize(const EmitContext& ctx) {
   source.hooks["row_lanes"] = constant_hook("kRowLanes", layout.row_lanes);
   source.hooks["part_lanes"] = constant_hook("kPartLanes", layout.part_lanes);
   source.hooks["parts_contiguous"] = constant_hook("kPartsContiguous", layout.parts_contiguous ? 1 : 0);
-  source.hooks["rows"] = dim_function("rows", layout.rows);
-  source.hooks["parts"] = dim_function("parts", layout.parts);
+  source.hooks["rows"] = args_function_hook("long long", "rows", layout.rows);
+  source.hooks["parts"] = args_function_hook("long long", "parts", layout.parts);
   source.hooks["load_partial"] =
       function_hook("FusegenWelford", "load_partial", "const FusegenArgs& args, long long row, long long part",
                     {"const float* p = " + ctx.buffer(partials) + " + " + layout.partial_offset + ";",

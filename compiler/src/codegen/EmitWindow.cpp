@@ -149,15 +149,6 @@ std::vector<std::string> with_spatial(std::vector<std::string> coords, const std
   return coords;
 }
 
-std::string dim_function(const std::string& name, const std::string& expr) {
-  bool uses_args = expr.find("args") != std::string::npos;
-  std::vector<std::string> body;
-  if (!uses_args)
-    body.push_back("(void)args;");
-  body.push_back("return " + expr + ";");
-  return function_hook("long long", name, "const FusegenArgs& args", body);
-}
-
 // Statistics of a prologue normalization that only exist as partials
 // (count, mean, M2) per (sample, group, row tile): the plane's group is
 // combined by the template.
@@ -296,10 +287,10 @@ Result<KernelSource> emit_window(const EmitContext& ctx) {
   hooks["outputs_per_block"] = constant_hook("kOutputsPerBlock", tiling.outputs_per_block);
   hooks["plane_stats"] = constant_hook("kPlaneStats", stats.norm != kNoId ? 1 : 0);
   hooks["stats_eps"] = "constexpr float kStatsEps = " + ops::cuda_float(stats.norm != kNoId ? stats.eps : 0.0) + ";";
-  hooks["planes"] = dim_function("planes", ctx.product(in_shape, 0, rank - 2));
-  hooks["in_height"] = dim_function("in_height", ctx.dim(in_shape[rank - 2]));
-  hooks["in_width"] = dim_function("in_width", ctx.dim(in_shape[rank - 1]));
-  hooks["stats_parts"] = dim_function("stats_parts", std::to_string(stats.parts) + "LL");
+  hooks["planes"] = args_function_hook("long long", "planes", ctx.product(in_shape, 0, rank - 2));
+  hooks["in_height"] = args_function_hook("long long", "in_height", ctx.dim(in_shape[rank - 2]));
+  hooks["in_width"] = args_function_hook("long long", "in_width", ctx.dim(in_shape[rank - 1]));
+  hooks["stats_parts"] = args_function_hook("long long", "stats_parts", std::to_string(stats.parts) + "LL");
   hooks["stats_partials"] = stats_partials_hook(ctx, in_shape, stats);
   hooks["load_input"] = load_input_hook(ctx, input, in_shape, stats);
   Result<std::string> store = store_output_hook(ctx, pool.result, out_shape);

@@ -1,5 +1,6 @@
 #include "codegen/KernelParts.h"
 
+#include "codegen/HookBody.h"
 #include "plan/PlanQueries.h"
 
 #include <algorithm>
@@ -18,6 +19,13 @@ std::string function_hook(const std::string& return_type, const std::string& nam
   for (const std::string& line : body)
     out += "  " + line + "\n";
   return out + "}";
+}
+
+std::string args_function_hook(const std::string& return_type, const std::string& name, const std::string& expr) {
+  std::vector<std::string> body = {"return " + expr + ";"};
+  if (!uses(expr, "args"))
+    body.insert(body.begin(), "(void)args;");
+  return function_hook(return_type, name, "const FusegenArgs& args", body);
 }
 
 std::string entry_hook(const EmitContext& ctx, const std::string& launch_bounds, const std::string& main_call,

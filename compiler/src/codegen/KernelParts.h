@@ -14,6 +14,9 @@ std::string constant_hook(const std::string& name, int64_t value);
 // (after the return type) and body lines.
 std::string function_hook(const std::string& return_type, const std::string& name, const std::string& params,
                           const std::vector<std::string>& body);
+// A function hook of `(const FusegenArgs& args)` returning `expr`, with
+// `(void)args;` first where expr does not use args (warnings are errors).
+std::string args_function_hook(const std::string& return_type, const std::string& name, const std::string& expr);
 // Where an entry waits for the kernel launched before it (programmatic
 // dependent launches, templates/helpers.cu): first, as every kernel that
 // reads what the one before wrote; or last, for a kernel that reads nothing
