@@ -6,6 +6,7 @@
 // statistics for a batch_norm (per row tile and column) or a group_norm after
 // conv2d (per sample, group and row tile). See docs/kernels-gemm.md.
 #include "codegen/Emitters.h"
+#include "codegen/HookBody.h"
 #include "codegen/KernelParts.h"
 #include "codegen/PointwiseEmitter.h"
 #include "fusegen/OpRegistry.h"
@@ -13,7 +14,6 @@
 #include "plan/PlanQueries.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstddef>
 #include <limits>
 
@@ -74,18 +74,9 @@ struct Params {
   }
 };
 
-bool is_identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
 // True if `name` occurs in `lines` as a whole identifier.
 bool mentions(const std::vector<std::string>& lines, const std::string& name) {
-  for (const std::string& line : lines)
-    for (size_t at = line.find(name); at != std::string::npos; at = line.find(name, at + 1)) {
-      bool starts = at == 0 || !is_identifier_char(line[at - 1]);
-      bool ends = at + name.size() == line.size() || !is_identifier_char(line[at + name.size()]);
-      if (starts && ends)
-        return true;
-    }
-  return false;
+  return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) { return uses(line, name); });
 }
 
 // A function hook whose unused parameters are voided (warnings are errors).
