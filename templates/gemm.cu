@@ -110,12 +110,13 @@
 //                                  instead of split in shared memory
 //   "b_small_address" const float* b_small_address(args, b_base, k, n)  where
 //                                  B element (k, n)'s small part is (kBSplit)
-//   "block_end"     constexpr int kBlockEnd  0, or N > 0: output blocks from
-//                                  the N-th on (row-major over row and column
-//                                  blocks, one batch) are left to a split tail
+//   "block_end"     constexpr int kBlockEnd  0, or N > 0: the launch's blocks
+//                                  s >= N (s = y * grid.x + x, one batch;
+//                                  without rastering s is the output block,
+//                                  row-major) are left to a split tail
 //   "block_begin"   constexpr int kBlockBegin  0, or N > 0: this launch is that
 //                                  split tail: its clusters of kSplitK blocks
-//                                  along x take output blocks N, N + 1, ...
+//                                  along x take blocks s = N, N + 1, ...
 //                                  (grid.x = kSplitK * their count; y = z = 1).
 //                                  The last wave of a launch of several waves
 //                                  that would leave most SMs idle becomes a
@@ -1566,6 +1567,8 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
   // gridDim.y (65535) are looped over. A third, innermost loop over columns
   // costs about 60 registers.
   const long long column_blocks = (e.cols + kBlockN - 1) / kBlockN;
+  // A split tail exists only with one batch and every row block in its main
+  // launch's grid.y (EmitGemm's tail_split), so it rasters as that launch does.
   if constexpr (kBlockBegin > 0) { // a split tail: one output block per cluster
     long long block = kBlockBegin + static_cast<long long>(blockIdx.x / kSplitK);
     if (block < row_blocks * column_blocks) {

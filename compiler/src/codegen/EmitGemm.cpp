@@ -29,7 +29,8 @@ constexpr int kThreads = 256;
 constexpr int64_t kEnoughBlocks = 132;
 // Row blocks per group of a rastered grid (templates/gemm.cu, raster_rows):
 // an H100 wave of 132 blocks then spans about 8 column blocks of B instead
-// of all of them (chain 39: 32), and 62, 75 and 39 ran 2-7% faster (NOTES v25).
+// of all of them (chain 39: 32). 62 and 75 ran 1-5% faster strict and 0-8%
+// tf32, 39 from 3% faster to 0.5% slower; 8 was no better (NOTES v25).
 constexpr int kRasterRowBlocks = 16;
 constexpr int kTensorCoreTileK = 32; // four k steps per barrier
 constexpr int kGatherTileK = 8;      // element loads: few staging registers (two blocks per SM)
