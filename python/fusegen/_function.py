@@ -42,8 +42,9 @@ class _Plan:
         # shapes, and per output an argument of its shape or -1 (the C path allocates
         # such an output with torch.empty_like, which costs about half of torch.empty).
         shapes = [tuple(s) for s in arg_shapes]
-        like = tuple(shapes.index(tuple(s)) if tuple(s) in shapes else -1 for s in out_shapes)
-        self.fast = (ctypes.addressof(args), ctypes.addressof(outs), tuple(tuple(s) for s in out_shapes), like)
+        outputs = tuple(tuple(s) for s in out_shapes)
+        like = tuple(shapes.index(s) if s in shapes else -1 for s in outputs)
+        self.fast = (ctypes.addressof(args), ctypes.addressof(outs), outputs, like)
 
 
 _fastcall = None  # the module, False where it cannot be loaded; see _load_fastcall

@@ -57,7 +57,8 @@ Result<std::vector<PointwiseEmitter::NormTerms>> split_batch_norm_terms(const Em
       terms[lane].rstd = pair + kLanes[(lane % 2) * 2 + 1];
     }
   } else {
-    const PlanBuffer& partials = ctx.plan().buffer(ctx.stats_buffer(id, false));
+    const BufferId partials_id = ctx.stats_buffer(id, false);
+    const PlanBuffer& partials = ctx.plan().buffer(partials_id);
     const Shape& input = ctx.fusion().value(node.operands[0]).type.shape;
     const int64_t parts = partials.shape[0].is_constant() && !partials.ceil_div.empty()
                               ? (partials.shape[0].value() + partials.ceil_div[0] - 1) / partials.ceil_div[0]
@@ -70,7 +71,7 @@ Result<std::vector<PointwiseEmitter::NormTerms>> split_batch_norm_terms(const Em
       const std::string suffix = n + "_" + std::to_string(lane), total = "total" + suffix;
       std::string merged;
       for (int64_t part = 0; part < parts; ++part) {
-        std::string at = "fusegen_welford_at(" + ctx.buffer(ctx.stats_buffer(id, false)) + " + (" +
+        std::string at = "fusegen_welford_at(" + ctx.buffer(partials_id) + " + (" +
                          std::to_string(part) + "LL * " + ctx.dim(input[1]) + " + " + c + ") * 3)";
         merged = part == 0 ? at : "fusegen_welford_merge(" + merged + ", " + at + ")";
       }
