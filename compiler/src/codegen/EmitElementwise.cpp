@@ -71,8 +71,8 @@ Result<std::vector<PointwiseEmitter::NormTerms>> split_batch_norm_terms(const Em
       const std::string suffix = n + "_" + std::to_string(lane), total = "total" + suffix;
       std::string merged;
       for (int64_t part = 0; part < parts; ++part) {
-        std::string at = "fusegen_welford_at(" + ctx.buffer(partials_id) + " + (" +
-                         std::to_string(part) + "LL * " + ctx.dim(input[1]) + " + " + c + ") * 3)";
+        std::string at = "fusegen_welford_at(" + ctx.buffer(partials_id) + " + (" + std::to_string(part) + "LL * " +
+                         ctx.dim(input[1]) + " + " + c + ") * 3)";
         merged = part == 0 ? at : "fusegen_welford_merge(" + merged + ", " + at + ")";
       }
       body.declare(total, "const FusegenWelford " + total + " = " + merged + ";");
