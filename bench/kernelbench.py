@@ -12,10 +12,12 @@ one GPU:
   3. times eager, torch.compile (default mode), fusegen strict and fusegen
      tf32 with CUDA events, L2 flushed before each run, median of --runs runs
      after warm-up (PyTorch with TF32 off);
-  4. reports fusegen's cold JIT time (first call on an empty cache), its
-     load time from the warm disk cache in a fresh process, and the host
-     overhead per call (median of 10,000 back-to-back calls of a tiny
-     fusion, next to one eager torch.add);
+  4. reports fusegen's cold JIT time (first call on an empty fusegen cache;
+     cold only on a machine's first run, since a compile cache under ~/.nv
+     outside fusegen's shortens later ones: bench/NOTES.md v25), its load time
+     from the warm disk cache in a fresh process, and the host overhead per
+     call of a tiny fusion next to one eager torch.add (host_overheads:
+     batches begun on an idle GPU, and the back-to-back mean);
   5. prints the tables and writes them, with the GPU, driver and versions,
      to OUT_DIR/<gpu>.md and .json (<gpu>-quick.* with --quick).
 
