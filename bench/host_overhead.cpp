@@ -147,8 +147,10 @@ void c_api(const std::string& cache_dir, bool check_pointers, int calls) {
 
 // The driver's own cost, for scale: cuLaunchKernel of an empty kernel with
 // one 320-byte parameter (the size of fusegen's FusegenArgs) on the primary
-// context, nothing around it. What
-// the calls above take beyond this is fusegen's. Real driver only.
+// context, nothing around it, then with an 8-byte one, then the other
+// driver calls a fusegen call makes (its context, and with pointer checks one
+// cuPointerGetAttributes per tensor). What the calls above take beyond the
+// launch is fusegen's. Real driver only.
 void driver_launch_alone(int calls) {
   void* cuda = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!cuda)
@@ -168,26 +170,63 @@ void driver_launch_alone(int calls) {
                                             void*, void**, void**)>(entry("cuLaunchKernel"));
   auto synchronize_context = reinterpret_cast<Status (*)()>(entry("cuCtxSynchronize"));
   static const char kEmptyKernel[] = ".version 7.0\n.target sm_50\n.address_size 64\n"
-                                     ".visible .entry empty(.param .align 8 .b8 args[320])\n{\n  ret;\n}\n";
+                                     ".visible .entry empty(.param .align 8 .b8 args[320])\n{\n  ret;\n}\n"
+                                     ".visible .entry empty8(.param .align 8 .b8 args[8])\n{\n  ret;\n}\n";
   void* context = nullptr;
   void* module = nullptr;
   void* function = nullptr;
+  void* function8 = nullptr;
   if (retain(&context, 0) != 0 || set_current(context) != 0 || load(&module, kEmptyKernel) != 0 ||
-      get_function(&function, module, "empty") != 0)
+      get_function(&function, module, "empty") != 0 || get_function(&function8, module, "empty8") != 0)
     throw std::runtime_error("cannot load the empty kernel");
   unsigned long long args[40] = {};
   void* params[] = {args};
-  Timing t = time_calls(
-      [&] {
-        if (launch(function, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr) != 0)
-          throw std::runtime_error("cuLaunchKernel failed");
-      },
-      [&] {
-        if (synchronize_context() != 0)
-          throw std::runtime_error("cuCtxSynchronize failed");
-      },
-      calls);
-  report("driver alone: cuLaunchKernel of an empty kernel", t);
+  auto launch_empty = [&] {
+    if (launch(function, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr) != 0)
+      throw std::runtime_error("cuLaunchKernel failed");
+  };
+  auto synchronize = [&] {
+    if (synchronize_context() != 0)
+      throw std::runtime_error("cuCtxSynchronize failed");
+  };
+  report("driver alone: cuLaunchKernel of an empty kernel", time_calls(launch_empty, synchronize, calls));
+  // Whether the parameter's size matters: the same with 8 bytes.
+  auto launch_small = [&] {
+    if (launch(function8, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr) != 0)
+      throw std::runtime_error("cuLaunchKernel failed");
+  };
+  report("driver alone: the same with an 8-byte parameter", time_calls(launch_small, synchronize, calls));
+  // The other driver calls of every fusegen call, each on its own: what
+  // fusegen's part of a call (its time beyond the launch) is made of.
+  auto get_current = reinterpret_cast<Status (*)(void**)>(entry("cuCtxGetCurrent"));
+  auto get_device = reinterpret_cast<Status (*)(int*)>(entry("cuCtxGetDevice"));
+  auto pointer_attributes =
+      reinterpret_cast<Status (*)(unsigned, const int*, void**, unsigned long long)>(entry("cuPointerGetAttributes"));
+  auto allocate = reinterpret_cast<Status (*)(unsigned long long*, size_t)>(entry("cuMemAlloc_v2"));
+  auto release = reinterpret_cast<Status (*)(unsigned long long)>(entry("cuMemFree_v2"));
+  auto idle = [] {};
+  auto must = [](Status status, const char* what) {
+    if (status != 0)
+      throw std::runtime_error(std::string(what) + " failed");
+  };
+  auto context_of_call = [&] {
+    void* current = nullptr;
+    int device = -1;
+    must(get_current(&current), "cuCtxGetCurrent");
+    must(get_device(&device), "cuCtxGetDevice");
+  };
+  report("driver alone: cuCtxGetCurrent + cuCtxGetDevice", time_calls(context_of_call, idle, calls));
+  unsigned long long buffer = 0;
+  must(allocate(&buffer, 64), "cuMemAlloc");
+  auto check_one_pointer = [&] {
+    // CallCheck.cpp's five: memory type, managed, ordinal, range start, size
+    const int attributes[] = {2, 8, 9, 11, 12};
+    unsigned long long values[5] = {};
+    void* data[] = {&values[0], &values[1], &values[2], &values[3], &values[4]};
+    must(pointer_attributes(5, attributes, data, buffer), "cuPointerGetAttributes");
+  };
+  report("driver alone: cuPointerGetAttributes of one tensor", time_calls(check_one_pointer, idle, calls));
+  must(release(buffer), "cuMemFree");
 }
 
 } // namespace
