@@ -15,7 +15,11 @@
  * calls ever write the same plan's arrays at once.
  * Errors of the call itself (status != 0) go to the Function's own raiser,
  * so they read exactly as on the Python path. No torch headers: everything
- * goes through attribute reads, as in Python.
+ * goes through torch's Python-level accessors. For a torch.Tensor (and a
+ * subclass that keeps all five, such as nn.Parameter) they are called
+ * straight through torch.Tensor's own descriptors, looked up once, instead of
+ * by name on every call, as torch's C++ extensions read a tensor without
+ * Python's attribute lookup; other subclasses are read by name.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -40,36 +44,59 @@ static int PyModule_AddObjectRef(PyObject* module, const char* name, PyObject* v
 #if PY_VERSION_HEX < 0x03090000
 #define PyObject_CallMethodNoArgs(o, name) PyObject_CallMethodObjArgs((o), (name), NULL)
 #define PyObject_CallOneArg(f, arg) PyObject_CallFunctionObjArgs((f), (arg), NULL)
+#define PyObject_Vectorcall _PyObject_Vectorcall
 #endif
 
 typedef fusegen_status (*call_fn)(const fusegen_function*, const fusegen_tensor*, int32_t, const fusegen_tensor*,
                                   int32_t, void*);
 
+/* The five tensor accessors the call reads, in order. */
+enum { kDtype, kGetDevice, kIsContiguous, kDataPtr, kShape, kAccessors };
+static const char* const accessor_names[kAccessors] = {"dtype", "get_device", "is_contiguous", "data_ptr", "shape"};
+/* Attributes (data descriptors, read through tp_descr_get) or methods
+ * without arguments (called through vectorcall). */
+static const int accessor_is_method[kAccessors] = {0, 1, 1, 1, 0};
+static PyObject* accessor_strings[kAccessors]; /* the names, interned */
+
 typedef struct {
   PyObject ob_base; /* PyObject_HEAD */
   call_fn call;
   const fusegen_function* function;
-  PyObject* names;          /* tuple of str: argument names in order */
-  PyObject* out_names;      /* tuple of str: output names in order */
-  PyObject* plans;          /* dict: tuple of argument shapes -> plan (has .fast) */
-  long device;              /* the runtime's device index */
-  PyObject* device_index;   /* the same, as an int object (raw_stream's argument) */
-  PyObject* tensor_type;    /* torch.Tensor */
-  PyObject* float32;        /* torch.float32 */
-  PyObject* raw_stream;     /* device index -> current stream handle (int) */
-  PyObject* empty;          /* torch.empty */
-  PyObject* empty_kwargs;   /* {"dtype": float32, "device": torch.device} */
-  PyObject* empty_like;     /* torch.empty_like, or None */
-  PyObject* raise_status;   /* status (int) -> raises the library's error */
+  PyObject* names;        /* tuple of str: argument names in order */
+  PyObject* out_names;    /* tuple of str: output names in order */
+  PyObject* plans;        /* dict: tuple of argument shapes -> plan (has .fast) */
+  long device;            /* the runtime's device index */
+  PyObject* device_index; /* the same, as an int object (raw_stream's argument) */
+  PyObject* tensor_type;  /* torch.Tensor */
+  PyObject* float32;      /* torch.float32 */
+  PyObject* raw_stream;   /* device index -> current stream handle (int) */
+  PyObject* empty;        /* torch.empty */
+  PyObject* empty_kwargs; /* {"dtype": float32, "device": torch.device} */
+  PyObject* empty_like;   /* torch.empty_like, or None */
+  PyObject* raise_status; /* status (int) -> raises the library's error */
+  /* torch.Tensor's own descriptors of the accessors, and the types whose
+   * instances are read through them (torch.Tensor and those subclasses that
+   * resolve all five to the same descriptors; NULL where unused). */
+  PyObject* accessors[kAccessors];
+  PyObject* direct_types[2];
   unsigned long long taken; /* calls this path ran (tests read it) */
 } Caller;
 
-static PyObject* s_dtype;
-static PyObject* s_shape;
-static PyObject* s_get_device;
-static PyObject* s_is_contiguous;
-static PyObject* s_data_ptr;
 static PyObject* s_fast;
+
+/* t's accessor `which`: its value (a new reference) or NULL with an error. */
+static PyObject* read_accessor(Caller* self, PyObject* t, int which) {
+  PyObject* type = (PyObject*)Py_TYPE(t);
+  if (type == self->direct_types[0] || type == self->direct_types[1]) {
+    PyObject* descriptor = self->accessors[which];
+    if (accessor_is_method[which])
+      return PyObject_Vectorcall(descriptor, &t, 1, NULL);
+    return Py_TYPE(descriptor)->tp_descr_get(descriptor, t, type);
+  }
+  if (accessor_is_method[which])
+    return PyObject_CallMethodNoArgs(t, accessor_strings[which]);
+  return PyObject_GetAttr(t, accessor_strings[which]);
+}
 
 /* Whether `t` is a float32, contiguous torch tensor on the caller's device;
  * on success *shape is a new reference and *data its data pointer. 0: it is
@@ -77,14 +104,14 @@ static PyObject* s_fast;
 static int usable_tensor(Caller* self, PyObject* t, PyObject** shape, void** data) {
   if (!PyObject_TypeCheck(t, (PyTypeObject*)self->tensor_type))
     return 0;
-  PyObject* dtype = PyObject_GetAttr(t, s_dtype);
+  PyObject* dtype = read_accessor(self, t, kDtype);
   if (!dtype)
     return -1;
   int is_float32 = dtype == self->float32;
   Py_DECREF(dtype);
   if (!is_float32)
     return 0;
-  PyObject* device = PyObject_CallMethodNoArgs(t, s_get_device);
+  PyObject* device = read_accessor(self, t, kGetDevice);
   if (!device)
     return -1;
   long index = PyLong_AsLong(device);
@@ -93,21 +120,21 @@ static int usable_tensor(Caller* self, PyObject* t, PyObject** shape, void** dat
     return -1;
   if (index != self->device)
     return 0;
-  PyObject* contiguous = PyObject_CallMethodNoArgs(t, s_is_contiguous);
+  PyObject* contiguous = read_accessor(self, t, kIsContiguous);
   if (!contiguous)
     return -1;
   int is_contiguous = contiguous == Py_True;
   Py_DECREF(contiguous);
   if (!is_contiguous)
     return 0;
-  PyObject* pointer = PyObject_CallMethodNoArgs(t, s_data_ptr);
+  PyObject* pointer = read_accessor(self, t, kDataPtr);
   if (!pointer)
     return -1;
   *data = PyLong_AsVoidPtr(pointer);
   Py_DECREF(pointer);
   if (PyErr_Occurred())
     return -1;
-  *shape = PyObject_GetAttr(t, s_shape);
+  *shape = read_accessor(self, t, kShape);
   return *shape ? 1 : -1;
 }
 
@@ -171,7 +198,7 @@ static int allocate_outputs(Caller* self, PyObject* out_shapes, PyObject* like, 
     if (!t)
       return -1;
     PyTuple_SET_ITEM(results, j, t); /* steals the reference */
-    PyObject* pointer = PyObject_CallMethodNoArgs(t, s_data_ptr);
+    PyObject* pointer = read_accessor(self, t, kDataPtr);
     if (!pointer)
       return -1;
     data[j] = PyLong_AsVoidPtr(pointer);
@@ -316,17 +343,69 @@ done:
   return result;
 }
 
+/* Fills self->accessors from tensor_type and self->direct_types with
+ * tensor_type and, where it resolves every accessor to the same descriptor,
+ * `subclass` (None for none). Where a descriptor is not what the direct path
+ * needs (an attribute that is a data descriptor, so that no instance can
+ * shadow it; a method of a C type) no type is read directly: the calls then
+ * go by name, as Python's own lookup would. 0, or -1 with an error set. */
+static int find_accessors(Caller* self, PyObject* tensor_type, PyObject* subclass) {
+  int usable = 1;
+  for (int k = 0; k < kAccessors; ++k) {
+    PyObject* descriptor = PyObject_GetAttr(tensor_type, accessor_strings[k]);
+    if (!descriptor) { /* an attribute of the instances only: read by name */
+      if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+        return -1;
+      PyErr_Clear();
+      usable = 0;
+      continue;
+    }
+    PyTypeObject* kind = Py_TYPE(descriptor);
+    usable &= accessor_is_method[k] ? PyObject_TypeCheck(descriptor, &PyMethodDescr_Type)
+                                    : kind->tp_descr_get != NULL && kind->tp_descr_set != NULL;
+    Py_XSETREF(self->accessors[k], descriptor);
+  }
+  Py_CLEAR(self->direct_types[0]);
+  Py_CLEAR(self->direct_types[1]);
+  if (usable)
+    self->direct_types[0] = Py_NewRef(tensor_type);
+  if (!usable || subclass == Py_None)
+    return 0;
+  if (!PyType_Check(subclass) || !PyType_IsSubtype((PyTypeObject*)subclass, (PyTypeObject*)tensor_type)) {
+    PyErr_SetString(PyExc_TypeError, "subclass must be a subclass of tensor_type, or None");
+    return -1;
+  }
+  for (int k = 0; k < kAccessors; ++k) {
+    PyObject* found = PyObject_GetAttr(subclass, accessor_strings[k]);
+    if (!found) {
+      if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+        return -1;
+      PyErr_Clear();
+      return 0;
+    }
+    const int same = found == self->accessors[k];
+    Py_DECREF(found);
+    if (!same)
+      return 0;
+  }
+  self->direct_types[1] = Py_NewRef(subclass);
+  return 0;
+}
+
 static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"call_address", "function",     "names",        "out_names",  "plans",
                              "device",       "tensor_type",  "float32",      "raw_stream", "empty",
-                             "empty_like",   "torch_device", "raise_status", NULL};
+                             "empty_like",   "torch_device", "raise_status", "subclass",   NULL};
   PyObject *call_address, *function, *names, *out_names, *plans, *tensor_type, *float32, *raw_stream, *empty;
   PyObject *empty_like, *torch_device, *raise_status;
+  PyObject* subclass = Py_None;
   long device;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!O!lO!OOOOOO", keywords, &call_address, &function, &PyTuple_Type,
-                                   &names, &PyTuple_Type, &out_names, &PyDict_Type, &plans, &device, &PyType_Type,
-                                   &tensor_type, &float32, &raw_stream, &empty, &empty_like, &torch_device,
-                                   &raise_status))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!O!lO!OOOOOO|O", keywords, &call_address, &function,
+                                   &PyTuple_Type, &names, &PyTuple_Type, &out_names, &PyDict_Type, &plans, &device,
+                                   &PyType_Type, &tensor_type, &float32, &raw_stream, &empty, &empty_like,
+                                   &torch_device, &raise_status, &subclass))
+    return -1;
+  if (find_accessors(self, tensor_type, subclass) < 0)
     return -1;
   self->call = (call_fn)PyLong_AsVoidPtr(call_address);
   self->function = (const fusegen_function*)PyLong_AsVoidPtr(function);
@@ -369,6 +448,10 @@ static int caller_traverse(Caller* self, visitproc visit, void* arg) {
   Py_VISIT(self->empty_like);
   Py_VISIT(self->raise_status);
   Py_VISIT(self->device_index);
+  for (int k = 0; k < kAccessors; ++k)
+    Py_VISIT(self->accessors[k]);
+  Py_VISIT(self->direct_types[0]);
+  Py_VISIT(self->direct_types[1]);
   return 0;
 }
 
@@ -384,6 +467,10 @@ static int caller_clear(Caller* self) {
   Py_CLEAR(self->empty_like);
   Py_CLEAR(self->raise_status);
   Py_CLEAR(self->device_index);
+  for (int k = 0; k < kAccessors; ++k)
+    Py_CLEAR(self->accessors[k]);
+  Py_CLEAR(self->direct_types[0]);
+  Py_CLEAR(self->direct_types[1]);
   return 0;
 }
 
@@ -404,8 +491,20 @@ static PyMethodDef caller_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject* caller_direct_types(Caller* self, void* closure) {
+  (void)closure;
+  int n = 0;
+  PyObject* types[2];
+  for (int i = 0; i < 2; ++i)
+    if (self->direct_types[i])
+      types[n++] = self->direct_types[i];
+  return n == 2 ? PyTuple_Pack(2, types[0], types[1]) : n == 1 ? PyTuple_Pack(1, types[0]) : PyTuple_New(0);
+}
+
 static PyGetSetDef caller_getset[] = {
     {"taken", (getter)caller_taken, NULL, "calls this path ran", NULL},
+    {"direct_types", (getter)caller_direct_types, NULL,
+     "the tensor types read through torch.Tensor's own descriptors (the rest are read by name)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -437,13 +536,11 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__fastcall(void) {
   if (PyType_Ready(&CallerType) < 0)
     return NULL;
-  s_dtype = PyUnicode_InternFromString("dtype");
-  s_shape = PyUnicode_InternFromString("shape");
-  s_get_device = PyUnicode_InternFromString("get_device");
-  s_is_contiguous = PyUnicode_InternFromString("is_contiguous");
-  s_data_ptr = PyUnicode_InternFromString("data_ptr");
+  for (int k = 0; k < kAccessors; ++k)
+    if (!(accessor_strings[k] = PyUnicode_InternFromString(accessor_names[k])))
+      return NULL;
   s_fast = PyUnicode_InternFromString("fast");
-  if (!s_dtype || !s_shape || !s_get_device || !s_is_contiguous || !s_data_ptr || !s_fast)
+  if (!s_fast)
     return NULL;
   PyObject* m = PyModule_Create(&module);
   if (!m)

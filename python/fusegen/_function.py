@@ -254,7 +254,8 @@ class Function:
             tensor_type=_tensors.TorchTensor, float32=_tensors.float32, raw_stream=_tensors.raw_stream,
             empty=_tensors.empty, empty_like=_tensors.empty_like,
             torch_device=self._torch_device or self._make_torch_device(),
-            raise_status=lambda status, lib=self._lib: _raise_status(lib, status))
+            raise_status=lambda status, lib=self._lib: _raise_status(lib, status),
+            subclass=_tensors.Parameter)  # module weights: read as directly as torch.Tensor
         return self._fast
 
     def _make_torch_device(self):

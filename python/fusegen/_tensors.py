@@ -16,11 +16,13 @@ float32 = None       # torch.float32
 empty = None         # torch.empty
 empty_like = None    # torch.empty_like, or None where the torch module has none
 raw_stream = None    # device index -> the current stream's handle (int)
+Parameter = None     # torch.nn.Parameter, or None where the torch module has none
 
 
 def _bind(torch):
-    global TorchTensor, float32, empty, empty_like, raw_stream
+    global TorchTensor, float32, empty, empty_like, raw_stream, Parameter
     float32 = torch.float32
+    Parameter = getattr(getattr(torch, "nn", None), "Parameter", None)
     empty = torch.empty
     empty_like = getattr(torch, "empty_like", None)
     getter = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)

@@ -105,6 +105,9 @@ results["unknown_out"] = error(a=a, b=b, out={"z": out})
 results["wrong_arg_shape"] = error(a=a, b=Tensor((5, 16)))
 results["stats"] = rt.stats()
 results["c_calls"] = f._fast.taken if f._fast else None
+# The stand-in's dtype and shape are instance attributes and its methods Python
+# functions: nothing for the C path to read directly, so it reads by name.
+results["direct_types"] = len(f._fast.direct_types) if f._fast else None
 results["allocated"] = allocated
 print(json.dumps(results))
 '''
@@ -138,6 +141,8 @@ class FastPathTest(unittest.TestCase):
         # pointer (refused by the library) and the bad ones did not.
         self.assertEqual(by_c.pop("c_calls"), 6)
         self.assertIsNone(by_python.pop("c_calls"))
+        self.assertEqual(by_c.pop("direct_types"), 0)
+        self.assertIsNone(by_python.pop("direct_types"))
         # y has a's shape: C allocates it like a (torch.empty_like), Python with torch.empty.
         self.assertGreater(by_c["allocated"]["empty_like"], 0)
         self.assertEqual(by_python["allocated"]["empty_like"], 0)

@@ -159,6 +159,29 @@ fusion two {
             for y in outs[t] + allocated[t]:
                 close(self, "thread %d" % t, y, expected, 1e-6)
 
+    def test_tensor_subclasses(self):
+        # torch.Tensor and nn.Parameter are read through torch.Tensor's own
+        # accessors, looked up once; a subclass that overrides one is read by
+        # name, so its override is what the call sees.
+        f = self.program.function("scale_add")
+        x = torch.rand(8, 16, device="cuda")
+        s = torch.nn.Parameter(torch.rand(16, device="cuda"))
+        close(self, "parameter", f(x=x, s=s), x * s.detach() + x, 1e-6)
+        self.assertEqual(f._fast.direct_types, (torch.Tensor, torch.nn.Parameter))
+        reads = []
+
+        class Watched(torch.Tensor):
+            def data_ptr(self):
+                reads.append(1)
+                return super().data_ptr()
+
+        taken = f._fast.taken
+        watched = x.as_subclass(Watched)
+        y = f(x=watched, s=s)
+        self.assertEqual(f._fast.taken, taken + 1)  # the C path took it
+        self.assertEqual(len(reads), 1)
+        close(self, "subclass", y.as_subclass(torch.Tensor), x * s.detach() + x, 1e-6)
+
     def test_rejected_tensors(self):
         s = torch.rand(16, device="cuda")
         cases = [(torch.rand(8, 16), "is a tensor on cpu"),
