@@ -79,10 +79,13 @@ typedef struct {
    * resolve all five to the same descriptors; NULL where unused). */
   PyObject* accessors[kAccessors];
   PyObject* direct_types[2];
+  int out_is_argument;      /* an argument is named "out": f(out=) passes it */
   unsigned long long taken; /* calls this path ran (tests read it) */
 } Caller;
 
 static PyObject* s_fast;
+static PyObject* s_out;
+static PyObject* s_python_call;
 
 /* t's accessor `which`: its value (a new reference) or NULL with an error. */
 static PyObject* read_accessor(Caller* self, PyObject* t, int which) {
@@ -209,7 +212,9 @@ static int allocate_outputs(Caller* self, PyObject* out_shapes, PyObject* like, 
   return 0;
 }
 
-/* run(tensors, out): the call, or NotImplemented for the Python path.
+/* The call with `tensors` (a dict holding at least the argument names;
+ * the callers check its size) and `out` (None or a dict), or NotImplemented
+ * for the Python path.
  *
  * The plan's arrays are shared by every call with its shapes, so they are
  * written and passed to the library in one step that runs no Python code
@@ -217,16 +222,10 @@ static int allocate_outputs(Caller* self, PyObject* out_shapes, PyObject* like, 
  * reads, the stream, allocation) comes first. The Python path takes a plan
  * out of the dict while it writes it, so a plan still in the dict after
  * that is nobody else's. */
-static PyObject* caller_run(Caller* self, PyObject* const* call_args, Py_ssize_t n_call_args) {
-  if (n_call_args != 2) {
-    PyErr_SetString(PyExc_TypeError, "Caller.run takes (tensors, out)");
-    return NULL;
-  }
-  PyObject* tensors = call_args[0];
-  PyObject* out = call_args[1];
+static PyObject* run_call(Caller* self, PyObject* tensors, PyObject* out) {
   const Py_ssize_t n_args = PyTuple_GET_SIZE(self->names);
   const Py_ssize_t n_outs = PyTuple_GET_SIZE(self->out_names);
-  if (!PyDict_Check(tensors) || PyDict_GET_SIZE(tensors) != n_args || n_args > 32 || n_outs > 32)
+  if (n_args > 32 || n_outs > 32)
     Py_RETURN_NOTIMPLEMENTED;
   if (out != Py_None && (!PyDict_Check(out) || PyDict_GET_SIZE(out) != n_outs))
     Py_RETURN_NOTIMPLEMENTED;
@@ -392,6 +391,33 @@ static int find_accessors(Caller* self, PyObject* tensor_type, PyObject* subclas
   return 0;
 }
 
+/* run(tensors, out): Function.call's entry (a dict of exactly the
+ * arguments, and out= as given). */
+static PyObject* caller_run(Caller* self, PyObject* const* call_args, Py_ssize_t n_call_args) {
+  if (n_call_args != 2) {
+    PyErr_SetString(PyExc_TypeError, "Caller.run takes (tensors, out)");
+    return NULL;
+  }
+  PyObject* tensors = call_args[0];
+  if (!PyDict_Check(tensors) || PyDict_GET_SIZE(tensors) != PyTuple_GET_SIZE(self->names))
+    Py_RETURN_NOTIMPLEMENTED;
+  return run_call(self, tensors, call_args[1]);
+}
+
+/* f(**keywords): the keywords hold the arguments and perhaps out= (which is
+ * an argument like any other where the fusion has one of that name). */
+static PyObject* run_keywords(Caller* self, PyObject* keywords) {
+  PyObject* out = NULL;
+  if (!self->out_is_argument) {
+    out = PyDict_GetItemWithError(keywords, s_out);
+    if (!out && PyErr_Occurred())
+      return NULL;
+  }
+  if (PyDict_GET_SIZE(keywords) != PyTuple_GET_SIZE(self->names) + (out ? 1 : 0))
+    Py_RETURN_NOTIMPLEMENTED;
+  return run_call(self, keywords, out ? out : Py_None);
+}
+
 static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"call_address", "function",     "names",        "out_names",  "plans",
                              "device",       "tensor_type",  "float32",      "raw_stream", "empty",
@@ -433,6 +459,13 @@ static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {
     return -1;
   Py_XSETREF(self->device_index, device_index);
   self->device = device;
+  self->out_is_argument = 0;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); ++i) {
+    const int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(names, i), s_out, Py_EQ);
+    if (same < 0)
+      return -1;
+    self->out_is_argument |= same;
+  }
   return 0;
 }
 
@@ -526,6 +559,86 @@ static PyTypeObject CallerType = {
 };
 // clang-format on
 
+/* FunctionBase: the base of fusegen.Function, whose call f(**keywords) is
+ * this type's tp_call, so that the common case runs without a Python frame:
+ * with a Caller set (Function._caller, once torch is loaded) and keywords
+ * only, its run_keywords; whatever that declines goes to the Function's
+ * _python_call(*args, **keywords), which words every error. */
+typedef struct {
+  PyObject ob_base; /* PyObject_HEAD */
+  PyObject* caller; /* a Caller, or NULL */
+} FunctionBase;
+
+static PyObject* function_base_call(FunctionBase* self, PyObject* args, PyObject* keywords) {
+  if (self->caller && keywords && PyTuple_GET_SIZE(args) == 0) {
+    PyObject* caller = Py_NewRef(self->caller); /* the call may replace it */
+    PyObject* result = run_keywords((Caller*)caller, keywords);
+    Py_DECREF(caller);
+    if (result != Py_NotImplemented)
+      return result; /* or NULL: its error */
+    Py_DECREF(result);
+  }
+  PyObject* python_call = PyObject_GetAttr((PyObject*)self, s_python_call);
+  if (!python_call)
+    return NULL;
+  PyObject* result = PyObject_Call(python_call, args, keywords);
+  Py_DECREF(python_call);
+  return result;
+}
+
+static PyObject* function_base_get_caller(FunctionBase* self, void* closure) {
+  (void)closure;
+  return Py_NewRef(self->caller ? self->caller : Py_None);
+}
+
+static int function_base_set_caller(FunctionBase* self, PyObject* value, void* closure) {
+  (void)closure;
+  if (value && value != Py_None && !PyObject_TypeCheck(value, &CallerType)) {
+    PyErr_SetString(PyExc_TypeError, "_caller must be a Caller or None");
+    return -1;
+  }
+  Py_XSETREF(self->caller, value && value != Py_None ? Py_NewRef(value) : NULL);
+  return 0;
+}
+
+static int function_base_traverse(FunctionBase* self, visitproc visit, void* arg) {
+  Py_VISIT(self->caller);
+  return 0;
+}
+
+static int function_base_clear(FunctionBase* self) {
+  Py_CLEAR(self->caller);
+  return 0;
+}
+
+static void function_base_dealloc(FunctionBase* self) {
+  PyObject_GC_UnTrack(self);
+  function_base_clear(self);
+  Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyGetSetDef function_base_getset[] = {
+    {"_caller", (getter)function_base_get_caller, (setter)function_base_set_caller,
+     "the C call path of this function (a Caller), or None", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+// clang-format off
+static PyTypeObject FunctionBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "fusegen._fastcall.FunctionBase",
+    .tp_basicsize = sizeof(FunctionBase),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The base of fusegen.Function: its call in C (see the module's source).",
+    .tp_new = PyType_GenericNew,
+    .tp_call = (ternaryfunc)function_base_call,
+    .tp_traverse = (traverseproc)function_base_traverse,
+    .tp_clear = (inquiry)function_base_clear,
+    .tp_dealloc = (destructor)function_base_dealloc,
+    .tp_getset = function_base_getset,
+};
+// clang-format on
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_fastcall",
@@ -534,18 +647,21 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__fastcall(void) {
-  if (PyType_Ready(&CallerType) < 0)
+  if (PyType_Ready(&CallerType) < 0 || PyType_Ready(&FunctionBaseType) < 0)
     return NULL;
   for (int k = 0; k < kAccessors; ++k)
     if (!(accessor_strings[k] = PyUnicode_InternFromString(accessor_names[k])))
       return NULL;
   s_fast = PyUnicode_InternFromString("fast");
-  if (!s_fast)
+  s_out = PyUnicode_InternFromString("out");
+  s_python_call = PyUnicode_InternFromString("_python_call");
+  if (!s_fast || !s_out || !s_python_call)
     return NULL;
   PyObject* m = PyModule_Create(&module);
   if (!m)
     return NULL;
-  if (PyModule_AddObjectRef(m, "Caller", (PyObject*)&CallerType) < 0) {
+  if (PyModule_AddObjectRef(m, "Caller", (PyObject*)&CallerType) < 0 ||
+      PyModule_AddObjectRef(m, "FunctionBase", (PyObject*)&FunctionBaseType) < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -74,6 +74,22 @@ def _load_fastcall():
     return _fastcall
 
 
+class _PythonCallBase:
+    """Function's base without the C extension: its call is _python_call."""
+
+    __slots__ = ()
+
+    def __call__(self, *args, **keywords):
+        return self._python_call(*args, **keywords)
+
+
+def _call_base():
+    """The base class of Function: the C extension's FunctionBase, whose call runs
+    the common case without a Python frame, or _PythonCallBase without it."""
+    module = _load_fastcall()
+    return module.FunctionBase if module else _PythonCallBase
+
+
 def _declined(tensors, out):
     """The fast run of a Function without the C call path."""
     return NotImplemented
@@ -95,8 +111,9 @@ def _stream_handle(stream):
                         "(torch) or .ptr (CuPy), not %s" % type(stream).__name__)
 
 
-class Function:
-    """One fusion of a loaded spec. Call it with its arguments by name."""
+class Function(_call_base()):
+    """One fusion of a loaded spec. Call it with its arguments by name:
+    `f(x=x, w=w)` or `f(x=x, w=w, out={'y': y})` (see _python_call)."""
 
     def __init__(self, lib, handle, program, runtime):
         self._lib = lib
@@ -143,17 +160,22 @@ class Function:
 
     # ---- the call path ----
 
-    def __call__(self, out=None, **tensors):
-        """Runs the fusion; returns the output (or a tuple of outputs in order).
+    def _python_call(self, out=None, **tensors):
+        """f(**tensors, out=out): runs the fusion; returns the output (or a tuple of
+        outputs in order).
 
         Arguments by name; `out={name: tensor}` gives the outputs (required
-        without torch). With torch tensors it runs on torch's current stream."""
+        without torch). With torch tensors it runs on torch's current stream.
+        f(...) comes here where the C call path (FunctionBase) did not take the
+        call, which it has then tried already, or where it is not built."""
         if out is not None and self._out_is_arg:
             tensors["out"] = out
             out = None
-        # The common case in one step to C (one Python frame fewer per call).
-        result = (self._fast_run or self._first_fast_run)(tensors, out)
-        return self._call(tensors, out, None) if result is NotImplemented else result
+        if self._fast_run is None:  # the first call: makes the C path and tries it
+            result = self._first_fast_run(tensors, out)
+            if result is not NotImplemented:
+                return result
+        return self._call(tensors, out, None)
 
     def call(self, tensors, out=None, stream=None):
         """Like f(**tensors, out=out), with an explicit `stream` (an int handle or a
@@ -171,6 +193,8 @@ class Function:
         if fast is None:
             return NotImplemented  # torch is not loaded: asked again next call
         self._fast_run = fast.run if fast else _declined
+        if fast:
+            self._caller = fast  # FunctionBase's call takes f(...) from now on
         return self._fast_run(tensors, out)
 
     def _call(self, tensors, out, stream):

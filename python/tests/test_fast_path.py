@@ -103,6 +103,14 @@ results["wrong_out_shape"] = error(a=a, b=b, out={"y": Tensor((4, 15))})
 results["wrong_out_dtype"] = error(a=a, b=b, out={"y": Tensor((4, 16), torch.float16)})
 results["unknown_out"] = error(a=a, b=b, out={"z": out})
 results["wrong_arg_shape"] = error(a=a, b=Tensor((5, 16)))
+# A fusion with an argument named out: f(out=t) passes that argument.
+g = rt.load_string("fusion twice {\n  input out : f32[N, 16]\n  output y = out + out\n}\n",
+                   name="twice.fg").function()
+results["out_argument_shape"] = list(g(out=a).shape)
+taken = g._fast.taken if g._fast else 0
+results["out_argument_shape_again"] = list(g(out=a).shape)
+results["out_argument_c_calls"] = g._fast.taken - taken if g._fast else None
+results["base"] = type(f).__mro__[1].__name__
 results["stats"] = rt.stats()
 results["c_calls"] = f._fast.taken if f._fast else None
 # The stand-in's dtype and shape are instance attributes and its methods Python
@@ -143,6 +151,11 @@ class FastPathTest(unittest.TestCase):
         self.assertIsNone(by_python.pop("c_calls"))
         self.assertEqual(by_c.pop("direct_types"), 0)
         self.assertIsNone(by_python.pop("direct_types"))
+        # f(...) itself is the C type's call: no Python frame in the common case.
+        self.assertEqual(by_c.pop("base"), "FunctionBase")
+        self.assertEqual(by_python.pop("base"), "_PythonCallBase")
+        self.assertEqual(by_c.pop("out_argument_c_calls"), 1)
+        self.assertIsNone(by_python.pop("out_argument_c_calls"))
         # y has a's shape: C allocates it like a (torch.empty_like), Python with torch.empty.
         self.assertGreater(by_c["allocated"]["empty_like"], 0)
         self.assertEqual(by_python["allocated"]["empty_like"], 0)
@@ -163,8 +176,10 @@ class FastPathTest(unittest.TestCase):
         self.assertEqual(r["streams"], [(1 << 40) + 256, (1 << 40) + 256, (1 << 40) + 512, None])
         self.assertEqual(r["null_pointer"], "ArgumentError: fusion 'add': tensor 'b' is a null pointer")
         self.assertTrue(r["fresh_outputs"])
-        self.assertEqual(r["stats"]["calls"], 8)  # every good call launched; no bad one did
-        self.assertEqual(r["stats"]["compiles"] + r["stats"]["disk_loads"], 1)
+        self.assertEqual(r["out_argument_shape"], [4, 16])
+        self.assertEqual(r["out_argument_shape_again"], [4, 16])
+        self.assertEqual(r["stats"]["calls"], 10)  # every good call launched; no bad one did
+        self.assertEqual(r["stats"]["compiles"] + r["stats"]["disk_loads"], 2)
 
 
 if __name__ == "__main__":
