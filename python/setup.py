@@ -1,7 +1,12 @@
 """Builds libfusegen.so with CMake (target fusegen_shared of the repository
 around this folder) and ships it inside the package as fusegen/_lib/.
 
+Where torch is importable at build time (pip install --no-build-isolation), it
+also builds fusegen._torchread against that torch: the C call path then reads
+torch tensors through torch's C++ API (python/fusegen/_torchread.cpp).
+
 Environment:
+  FUSEGEN_TORCH_READER     0: do not build fusegen._torchread
   CMAKE_ARGS               extra configure arguments, e.g.
                            -DFUSEGEN_TEMPLATE_TEXT_PREBUILT=/path/TemplateText.h
   FUSEGEN_JOBS             parallel build jobs (default 2)
@@ -79,4 +84,28 @@ class BinaryDistribution(Distribution):
 FASTCALL = Extension("fusegen._fastcall", sources=["fusegen/_fastcall.c"],
                      include_dirs=[os.path.join(REPO, "runtime", "include")], optional=True)
 
-setup(cmdclass={"build_py": BuildWithLibrary}, distclass=BinaryDistribution, ext_modules=[FASTCALL])
+
+
+def torch_reader():
+    """fusegen._torchread, built against the torch importable now, or nothing.
+    Optional too: without torch, or where it fails to build, the C call path
+    reads tensors through their Python accessors."""
+    if os.environ.get("FUSEGEN_TORCH_READER") == "0":
+        return []
+    try:
+        import torch
+        from torch.utils import cpp_extension
+    except Exception:  # not installed, or broken: nothing to build against
+        return []
+    lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+    abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
+    return [Extension("fusegen._torchread", sources=["fusegen/_torchread.cpp"], language="c++",
+                      include_dirs=cpp_extension.include_paths(), library_dirs=[lib], runtime_library_dirs=[lib],
+                      libraries=["c10", "torch", "torch_cpu", "torch_python"],
+                      extra_compile_args=["-std=c++17", "-fvisibility=hidden", "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi,
+                                          '-DFUSEGEN_TORCH_VERSION="%s"' % torch.__version__],
+                      optional=True)]
+
+
+setup(cmdclass={"build_py": BuildWithLibrary}, distclass=BinaryDistribution,
+      ext_modules=[FASTCALL] + torch_reader())

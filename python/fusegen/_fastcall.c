@@ -1,29 +1,34 @@
-/* The torch branch of fusegen.Function.call in C (bench/NOTES.md: the call
- * path's Python and the ctypes conversion were 4-5 us of a 9-12 us call).
+/* The torch branch of fusegen.Function's call in C (bench/NOTES.md v18,
+ * v24, v26: the call path's Python and the ctypes conversion were 4-5 us of
+ * a 9-12 us call).
  *
- * A Caller belongs to one Function. Its run(tensors, out), with the keyword
- * tensors and the out= value, either runs the whole call or returns
- * NotImplemented, and
- * then the Python path runs it instead (and words every error): anything
- * that is not the common case declines here. The common case: every argument
- * and output a torch.Tensor (or subclass) of float32, on the function's
- * device, contiguous, whose shapes have a plan the Python path built before.
+ * FunctionBase is the base class of fusegen.Function: f(**keywords) is its
+ * tp_call, which hands the common case to the Function's Caller with no
+ * Python frame. A Caller belongs to one Function; run_call either runs the
+ * whole call or returns NotImplemented, and then the Python path runs it
+ * instead (and words every error): anything that is not the common case
+ * declines here. The common case: every argument and output a torch.Tensor
+ * (or subclass) of float32, on the function's device, contiguous, whose
+ * shapes have a plan the Python path built before.
  *
  * The plan's fusegen_tensor arrays (ctypes memory the plan keeps alive) get
  * the data pointers written in place and fusegen_function_call is called
- * directly, in one step that runs no Python code (see caller_run), so no two
+ * directly, in one step that runs no Python code (see run_call), so no two
  * calls ever write the same plan's arrays at once.
  * Errors of the call itself (status != 0) go to the Function's own raiser,
- * so they read exactly as on the Python path. No torch headers: everything
- * goes through torch's Python-level accessors. For a torch.Tensor (and a
- * subclass that keeps all five, such as nn.Parameter) they are called
- * straight through torch.Tensor's own descriptors, looked up once, instead of
- * by name on every call, as torch's C++ extensions read a tensor without
- * Python's attribute lookup; other subclasses are read by name.
+ * so they read exactly as on the Python path.
+ *
+ * No torch headers here. A torch.Tensor or nn.Parameter is read through
+ * torch's C++ API where the package has fusegen._torchread for the torch it
+ * runs with (_tensor_reader.h); otherwise, and for other subclasses, through
+ * torch's Python-level accessors: for those two types straight through
+ * torch.Tensor's own descriptors, looked up once, and for other subclasses
+ * by name (an override is then what the call sees).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "_tensor_reader.h"
 #include "fusegen.h"
 
 /* The package supports Python 3.8; these came in 3.9 and 3.10. */
@@ -79,6 +84,10 @@ typedef struct {
    * resolve all five to the same descriptors; NULL where unused). */
   PyObject* accessors[kAccessors];
   PyObject* direct_types[2];
+  /* Reads those types through torch's C++ API instead, where the package has
+   * fusegen._torchread for the torch it runs with (NULL otherwise). */
+  const fusegen_tensor_reader* reader;
+  PyObject* reader_capsule;
   int out_is_argument;      /* an argument is named "out": f(out=) passes it */
   unsigned long long taken; /* calls this path ran (tests read it) */
 } Caller;
@@ -107,6 +116,26 @@ static PyObject* read_accessor(Caller* self, PyObject* t, int which) {
 static int usable_tensor(Caller* self, PyObject* t, PyObject** shape, void** data) {
   if (!PyObject_TypeCheck(t, (PyTypeObject*)self->tensor_type))
     return 0;
+  PyObject* type = (PyObject*)Py_TYPE(t);
+  if (self->reader && (type == self->direct_types[0] || type == self->direct_types[1])) {
+    int64_t sizes[16];
+    int rank = 0;
+    if (self->reader->read(t, self->device, data, sizes, 16, &rank)) {
+      *shape = PyTuple_New(rank); /* equal to t.shape (a tuple subclass), and hashed alike */
+      if (!*shape)
+        return -1;
+      for (int d = 0; d < rank; ++d) {
+        PyObject* size = PyLong_FromLongLong(sizes[d]);
+        if (!size) {
+          Py_CLEAR(*shape);
+          return -1;
+        }
+        PyTuple_SET_ITEM(*shape, d, size);
+      }
+      return 1;
+    }
+    /* Not the common case: the accessors below find out why. */
+  }
   PyObject* dtype = read_accessor(self, t, kDtype);
   if (!dtype)
     return -1;
@@ -419,20 +448,35 @@ static PyObject* run_keywords(Caller* self, PyObject* keywords) {
 }
 
 static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {
-  static char* keywords[] = {"call_address", "function",     "names",        "out_names",  "plans",
-                             "device",       "tensor_type",  "float32",      "raw_stream", "empty",
-                             "empty_like",   "torch_device", "raise_status", "subclass",   NULL};
+  static char* keywords[] = {"call_address", "function", "names",      "out_names", "plans",      "device",
+                             "tensor_type",  "float32",  "raw_stream", "empty",     "empty_like", "torch_device",
+                             "raise_status", "subclass", "reader",     NULL};
   PyObject *call_address, *function, *names, *out_names, *plans, *tensor_type, *float32, *raw_stream, *empty;
   PyObject *empty_like, *torch_device, *raise_status;
   PyObject* subclass = Py_None;
+  PyObject* reader = Py_None;
   long device;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!O!lO!OOOOOO|O", keywords, &call_address, &function,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!O!lO!OOOOOO|OO", keywords, &call_address, &function,
                                    &PyTuple_Type, &names, &PyTuple_Type, &out_names, &PyDict_Type, &plans, &device,
                                    &PyType_Type, &tensor_type, &float32, &raw_stream, &empty, &empty_like,
-                                   &torch_device, &raise_status, &subclass))
+                                   &torch_device, &raise_status, &subclass, &reader))
     return -1;
   if (find_accessors(self, tensor_type, subclass) < 0)
     return -1;
+  self->reader = NULL;
+  Py_CLEAR(self->reader_capsule);
+  if (reader != Py_None) {
+    const fusegen_tensor_reader* found = PyCapsule_GetPointer(reader, FUSEGEN_TENSOR_READER_CAPSULE);
+    if (!found)
+      return -1;
+    if (found->version != FUSEGEN_TENSOR_READER_VERSION) {
+      PyErr_Format(PyExc_ValueError, "reader: version %d, but this call path takes version %d", found->version,
+                   FUSEGEN_TENSOR_READER_VERSION);
+      return -1;
+    }
+    self->reader = found;
+    self->reader_capsule = Py_NewRef(reader);
+  }
   self->call = (call_fn)PyLong_AsVoidPtr(call_address);
   self->function = (const fusegen_function*)PyLong_AsVoidPtr(function);
   if (PyErr_Occurred())
@@ -485,6 +529,7 @@ static int caller_traverse(Caller* self, visitproc visit, void* arg) {
     Py_VISIT(self->accessors[k]);
   Py_VISIT(self->direct_types[0]);
   Py_VISIT(self->direct_types[1]);
+  Py_VISIT(self->reader_capsule);
   return 0;
 }
 
@@ -504,6 +549,8 @@ static int caller_clear(Caller* self) {
     Py_CLEAR(self->accessors[k]);
   Py_CLEAR(self->direct_types[0]);
   Py_CLEAR(self->direct_types[1]);
+  self->reader = NULL;
+  Py_CLEAR(self->reader_capsule);
   return 0;
 }
 
@@ -534,7 +581,14 @@ static PyObject* caller_direct_types(Caller* self, void* closure) {
   return n == 2 ? PyTuple_Pack(2, types[0], types[1]) : n == 1 ? PyTuple_Pack(1, types[0]) : PyTuple_New(0);
 }
 
+static PyObject* caller_reads_with_torch(Caller* self, void* closure) {
+  (void)closure;
+  return PyBool_FromLong(self->reader != NULL);
+}
+
 static PyGetSetDef caller_getset[] = {
+    {"reads_with_torch", (getter)caller_reads_with_torch, NULL,
+     "whether those types are read through torch's C++ API (fusegen._torchread)", NULL},
     {"taken", (getter)caller_taken, NULL, "calls this path ran", NULL},
     {"direct_types", (getter)caller_direct_types, NULL,
      "the tensor types read through torch.Tensor's own descriptors (the rest are read by name)", NULL},

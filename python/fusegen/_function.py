@@ -74,6 +74,25 @@ def _load_fastcall():
     return _fastcall
 
 
+_torch_reader = None  # fusegen._torchread's reader, False where unusable; see _load_torch_reader
+
+
+def _load_torch_reader():
+    """The tensor reader of fusegen._torchread (built by setup.py where torch was
+    importable) where it was built against the torch loaded now, else False: a
+    module built against another torch is not used (its C++ ABI may differ)."""
+    global _torch_reader
+    if _torch_reader is None:
+        _torch_reader = False
+        try:
+            from . import _torchread
+        except ImportError:  # not built, or torch's libraries changed under it
+            return False
+        if _tensors.torch_version is not None and _torchread.torch_version == _tensors.torch_version:
+            _torch_reader = _torchread.reader
+    return _torch_reader
+
+
 class _PythonCallBase:
     """Function's base without the C extension: its call is _python_call."""
 
@@ -279,7 +298,8 @@ class Function(_call_base()):
             empty=_tensors.empty, empty_like=_tensors.empty_like,
             torch_device=self._torch_device or self._make_torch_device(),
             raise_status=lambda status, lib=self._lib: _raise_status(lib, status),
-            subclass=_tensors.Parameter)  # module weights: read as directly as torch.Tensor
+            subclass=_tensors.Parameter,  # module weights: read as directly as torch.Tensor
+            reader=_load_torch_reader() or None)
         return self._fast
 
     def _make_torch_device(self):

@@ -17,11 +17,13 @@ empty = None         # torch.empty
 empty_like = None    # torch.empty_like, or None where the torch module has none
 raw_stream = None    # device index -> the current stream's handle (int)
 Parameter = None     # torch.nn.Parameter, or None where the torch module has none
+torch_version = None  # torch.__version__, or None where the torch module has none
 
 
 def _bind(torch):
-    global TorchTensor, float32, empty, empty_like, raw_stream, Parameter
+    global TorchTensor, float32, empty, empty_like, raw_stream, Parameter, torch_version
     float32 = torch.float32
+    torch_version = getattr(torch, "__version__", None)
     Parameter = getattr(getattr(torch, "nn", None), "Parameter", None)
     empty = torch.empty
     empty_like = getattr(torch, "empty_like", None)

@@ -182,6 +182,32 @@ fusion two {
         self.assertEqual(len(reads), 1)
         close(self, "subclass", y.as_subclass(torch.Tensor), x * s.detach() + x, 1e-6)
 
+    def test_torch_reader(self):
+        # Where the package was built against this torch (setup.py builds
+        # fusegen._torchread where torch is importable), the C path reads
+        # torch.Tensor and nn.Parameter through torch's C++ API.
+        import importlib
+        try:
+            torchread = importlib.import_module(fusegen.__name__ + "._torchread")
+        except ImportError:
+            self.skipTest("skipped: fusegen._torchread was not built (no torch when the package was built)")
+        self.assertEqual(torchread.torch_version, torch.__version__)
+        f = self.program.function("scale_add")
+        x = torch.rand(8, 16, device="cuda")
+        s = torch.nn.Parameter(torch.rand(16, device="cuda"))
+        close(self, "first call", f(x=x, s=s), x * s.detach() + x, 1e-6)
+        self.assertTrue(f._fast.reads_with_torch)
+        taken = f._fast.taken
+        out = torch.full((8, 16), float("nan"), device="cuda")
+        self.assertIs(f(x=x, s=s, out={"y": out}), out)
+        close(self, "out=", out, x * s.detach() + x, 1e-6)
+        view = torch.rand(16, 16, device="cuda")[8:]  # contiguous, at an offset into its storage
+        close(self, "a view", f(x=view, s=s), view * s.detach() + view, 1e-6)
+        self.assertEqual(f._fast.taken, taken + 2)
+        # What it does not take still gets the Python path's words.
+        with self.assertRaisesRegex(fusegen.ArgumentError, "is not contiguous"):
+            f(x=torch.rand(16, 8, device="cuda").t(), s=s)
+
     def test_rejected_tensors(self):
         s = torch.rand(16, device="cuda")
         cases = [(torch.rand(8, 16), "is a tensor on cpu"),
