@@ -207,13 +207,38 @@ static int given_outputs(Caller* self, PyObject* out, PyObject* results, void** 
   return 1;
 }
 
-/* Allocates the outputs of the plan's shapes into results and data[]: like
- * the argument of the same shape where there is one (a plain float32
- * tensor, so empty_like makes one as asked), else with torch.empty.
- * 0 on success, -1 with an error set. */
+/* A new tensor of `shape` (a tuple of ints) through the reader's empty, its
+ * data pointer in *data; NULL with no error set where the reader could not
+ * make it (then torch's Python functions do, and raise torch's own errors),
+ * NULL with an error set for a shape that is not a tuple of ints. */
+static PyObject* empty_with_torch(Caller* self, PyObject* shape, void** data) {
+  int64_t sizes[16];
+  const Py_ssize_t rank = PyTuple_GET_SIZE(shape);
+  if (rank > 16)
+    return NULL;
+  for (Py_ssize_t d = 0; d < rank; ++d) {
+    sizes[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+    if (sizes[d] == -1 && PyErr_Occurred())
+      return NULL;
+  }
+  return self->reader->empty(sizes, (int)rank, self->device, data);
+}
+
+/* Allocates the outputs of the plan's shapes into results and data[]:
+ * through torch's C++ API where the reader can; else like the argument of
+ * the same shape where there is one (a plain float32 tensor, so empty_like
+ * makes one as asked), else with torch.empty. 0 on success, -1 with an
+ * error set. */
 static int allocate_outputs(Caller* self, PyObject* out_shapes, PyObject* like, PyObject* const* inputs,
                             Py_ssize_t n_args, PyObject* results, void** data) {
   for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(results); ++j) {
+    PyObject* made = self->reader ? empty_with_torch(self, PyTuple_GET_ITEM(out_shapes, j), &data[j]) : NULL;
+    if (made) {
+      PyTuple_SET_ITEM(results, j, made); /* steals the reference */
+      continue;
+    }
+    if (PyErr_Occurred())
+      return -1;
     const long same_shape = self->empty_like == Py_None ? -1 : PyLong_AsLong(PyTuple_GET_ITEM(like, j));
     if (same_shape == -1 && PyErr_Occurred())
       return -1;

@@ -19,6 +19,12 @@ typedef struct {
    * (the caller reads it the Python way, which words any error). Never sets
    * a Python error; runs no Python code. */
   int (*read)(PyObject* tensor, long device, void** data, int64_t* sizes, int capacity, int* rank);
+  /* A new contiguous float32 torch.Tensor of `sizes` on CUDA device
+   * `device` (as torch.empty makes one), with its data pointer in *data; or
+   * NULL, with no Python error set, where it cannot (the caller then
+   * allocates the Python way, which raises torch's own error). Runs no
+   * Python code. */
+  PyObject* (*empty)(const int64_t* sizes, int rank, long device, void** data);
 } fusegen_tensor_reader;
 
 #endif

@@ -7,6 +7,11 @@
 #include "_tensor_reader.h"
 
 #include <torch/csrc/autograd/python_variable.h>
+#if __has_include(<ATen/ops/empty.h>)
+#include <ATen/ops/empty.h>
+#else
+#include <ATen/ATen.h>
+#endif
 
 namespace {
 
@@ -31,7 +36,24 @@ int read_tensor(PyObject* tensor, long device, void** data, int64_t* sizes, int 
   }
 }
 
-const fusegen_tensor_reader kReader = {FUSEGEN_TENSOR_READER_VERSION, read_tensor};
+PyObject* empty(const int64_t* sizes, int rank, long device, void** data) {
+  try {
+    at::Tensor t = at::empty(at::IntArrayRef(sizes, static_cast<size_t>(rank)),
+                             at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, static_cast<int8_t>(device)));
+    void* pointer = t.data_ptr();
+    PyObject* wrapped = THPVariable_Wrap(std::move(t));
+    if (!wrapped) {
+      PyErr_Clear();
+      return nullptr;
+    }
+    *data = pointer;
+    return wrapped;
+  } catch (...) { // out of memory, ...: torch.empty raises torch's own error
+    return nullptr;
+  }
+}
+
+const fusegen_tensor_reader kReader = {FUSEGEN_TENSOR_READER_VERSION, read_tensor, empty};
 
 PyModuleDef module = {
     PyModuleDef_HEAD_INIT,

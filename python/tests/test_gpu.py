@@ -202,7 +202,11 @@ fusion two {
         self.assertIs(f(x=x, s=s, out={"y": out}), out)
         close(self, "out=", out, x * s.detach() + x, 1e-6)
         view = torch.rand(16, 16, device="cuda")[8:]  # contiguous, at an offset into its storage
-        close(self, "a view", f(x=view, s=s), view * s.detach() + view, 1e-6)
+        y = f(x=view, s=s)  # allocated through torch's C++ API too
+        close(self, "a view", y, view * s.detach() + view, 1e-6)
+        self.assertIs(type(y), torch.Tensor)
+        self.assertTrue(y.is_contiguous())
+        self.assertFalse(y.requires_grad)
         self.assertEqual(f._fast.taken, taken + 2)
         # What it does not take still gets the Python path's words.
         with self.assertRaisesRegex(fusegen.ArgumentError, "is not contiguous"):
