@@ -469,7 +469,10 @@ static PyObject* run_keywords(Caller* self, PyObject* keywords) {
   }
   if (PyDict_GET_SIZE(keywords) != PyTuple_GET_SIZE(self->names) + (out ? 1 : 0))
     Py_RETURN_NOTIMPLEMENTED;
-  return run_call(self, keywords, out ? out : Py_None);
+  out = Py_NewRef(out ? out : Py_None); /* held, as a caller holds run's arguments */
+  PyObject* result = run_call(self, keywords, out);
+  Py_DECREF(out);
+  return result;
 }
 
 static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {

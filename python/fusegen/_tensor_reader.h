@@ -22,8 +22,9 @@ typedef struct {
   /* A new contiguous float32 torch.Tensor of `sizes` on CUDA device
    * `device` (as torch.empty makes one), with its data pointer in *data; or
    * NULL, with no Python error set, where it cannot (the caller then
-   * allocates the Python way, which raises torch's own error). Runs no
-   * Python code. */
+   * allocates the Python way, which raises torch's own error). Python code
+   * may run meanwhile (a torch dispatch mode, the garbage collector), as
+   * with any allocation: the caller re-checks its plan after allocating. */
   PyObject* (*empty)(const int64_t* sizes, int rank, long device, void** data);
 } fusegen_tensor_reader;
 
