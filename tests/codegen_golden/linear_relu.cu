@@ -535,9 +535,9 @@ static_assert(kNormGroup == 0 || kStatsGroup == 0, "a tile computes statistics o
 // three per SM (80 registers, no spills), for more warps to hide their
 // latency (chain 85's conv ran at 12.5% occupancy with one).
 constexpr bool kGathers = !(kAVector && kBVector);
-constexpr int kMinBlocksPerSM = kInnerProduct == 0                                                 ? 2
+constexpr int kMinBlocksPerSM = kInnerProduct == 0                                          ? 2
                                 : kGathers && kBlockM == 64 && kBlockN == 64 && kTileK == 8 ? 3
-                                                                                              : 1;
+                                                                                            : 1;
 constexpr int kMicro = 4;                           // micro-tile: 4 rows x 4 columns per thread
 constexpr int kThreadCols = kTileN / kMicro;        // 16 threads across the tile
 constexpr int kThreadRows = kThreads / kThreadCols; // 16 threads down the tile
@@ -553,9 +553,9 @@ constexpr int kAStride = kBlockM + kSlicePad;
 constexpr int kBStride = kBlockN + kSlicePad;
 constexpr int kSliceFloats = kTileK * (kAStride + kBStride);
 constexpr int kTileStride = kTileN + 1;
-constexpr int kParts = kThreads / kTileN;        // 4 row parts (statistics) / column parts (norm)
-constexpr int kPartRows = kTileM / kParts;       // 16 rows per statistics part
-constexpr int kPartCols = kTileN / kParts;       // 16 columns per norm part
+constexpr int kParts = kThreads / kTileN;  // 4 row parts (statistics) / column parts (norm)
+constexpr int kPartRows = kTileM / kParts; // 16 rows per statistics part
+constexpr int kPartCols = kTileN / kParts; // 16 columns per norm part
 constexpr int kScratchOffset = kTileM * kTileStride;
 constexpr int kEpilogueFloats = kScratchOffset + kParts * kTileN + kTileN;
 constexpr int kSharedFloats = 2 * kSliceFloats > kEpilogueFloats ? 2 * kSliceFloats : kEpilogueFloats;
@@ -620,7 +620,7 @@ constexpr int kAsyncSliceFloats = (kBlockM + kBlockN + (kCopySmallB ? kBlockN : 
 constexpr int kSmallFloats = kWgmma && kInnerProduct == 1 && !kBSplit ? 2 * kBlockN * kRowStride : 0;
 constexpr int kAlignFloats = kWgmma ? 256 : 0;
 constexpr int kAsyncFloats = kStages * kAsyncSliceFloats + kSmallFloats + kAlignFloats > kEpilogueFloats
-                                 ? kStages * kAsyncSliceFloats + kSmallFloats + kAlignFloats
+                                 ? kStages* kAsyncSliceFloats + kSmallFloats + kAlignFloats
                                  : kEpilogueFloats;
 static_assert(!kAsync || (kStages >= 2 && kDynamicSharedFloats >= kAsyncFloats),
               "the launch must give the cp.async pipeline its shared memory");
@@ -665,8 +665,7 @@ __device__ __forceinline__ void fill_depth_table(const FusegenArgs& args) {
 }
 
 // Where A element (m, k) is (m < M, k < K).
-__device__ __forceinline__ const float* a_element(const FusegenArgs& args, long long a_base, long long m,
-                                                  long long k) {
+__device__ __forceinline__ const float* a_element(const FusegenArgs& args, long long a_base, long long m, long long k) {
   if constexpr (kADepthTable > 0)
     return a_row(args, a_base, m) + gemm_a_depth_table[k];
   else
@@ -692,8 +691,7 @@ __device__ __forceinline__ void slice_position(int slot, int& kk, int& xx) {
 }
 
 // One operand element or 16-byte vector (zeros for a null address).
-template <int kWidth>
-__device__ __forceinline__ void load_vector(const float* at, float (&v)[kWidth]) {
+template <int kWidth> __device__ __forceinline__ void load_vector(const float* at, float (&v)[kWidth]) {
   if constexpr (kWidth == 4) {
     const float4 q = at ? __ldg(reinterpret_cast<const float4*>(at)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     v[0] = q.x;
@@ -896,8 +894,7 @@ __device__ __forceinline__ void gemm_copy16_async(float* destination, const floa
 __device__ __forceinline__ void gemm_copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 
 // Waits until at most kPending committed copy groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void gemm_copy_wait() {
+template <int kPending> __device__ __forceinline__ void gemm_copy_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
 }
 
@@ -917,16 +914,16 @@ __device__ __forceinline__ void copy_slice_async(const FusegenArgs& args, const 
   constexpr int kVectorsPerRow = kTileK / 4;
   constexpr int kACopies = kBlockM * kVectorsPerRow / kThreads;
   constexpr int kBCopies = kBlockN * kVectorsPerRow / kThreads;
-  static_assert(!kAsync ||
-                    (kACopies * kThreads == kBlockM * kVectorsPerRow && kBCopies * kThreads == kBlockN * kVectorsPerRow),
-                "slice copies must divide evenly among the threads");
+  static_assert(
+      !kAsync || (kACopies * kThreads == kBlockM * kVectorsPerRow && kBCopies * kThreads == kBlockN * kVectorsPerRow),
+      "slice copies must divide evenly among the threads");
   const float* stand_in = args.buf[0];
 #pragma unroll
   for (int i = 0; i < kACopies; ++i) {
     const int v = threadIdx.x + i * kThreads, mm = v / kVectorsPerRow, kk = (v % kVectorsPerRow) * 4;
     const long long m = m0 + mm, k = k0 + kk;
-    gemm_copy16_async(slice + slice_offset(mm, kk),
-                      m < e.rows && k < e.depth ? a_element(args, a_base, m, k) : nullptr, stand_in);
+    gemm_copy16_async(slice + slice_offset(mm, kk), m < e.rows && k < e.depth ? a_element(args, a_base, m, k) : nullptr,
+                      stand_in);
   }
   float* bs = slice + kBlockM * kRowStride;
 #pragma unroll
@@ -989,8 +986,7 @@ __device__ __forceinline__ void gemm_wgmma_commit() {
 
 // Waits until at most kPending committed groups of this warpgroup's products
 // are still running.
-template <int kPending>
-__device__ __forceinline__ void gemm_wgmma_wait() {
+template <int kPending> __device__ __forceinline__ void gemm_wgmma_wait() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(kPending) : "memory");
 #endif
@@ -1032,7 +1028,7 @@ __device__ __forceinline__ void gemm_wgmma_n64(float (&d)[8][4], unsigned long l
 // acc (m64n128, fp32) = a (64 x 8) * b (128 x 8)^T [+ acc if accumulate],
 // both operands K-major tf32 in shared memory (descriptors).
 __device__ __forceinline__ void gemm_wgmma_n128(float (&d)[16][4], unsigned long long a, unsigned long long b,
-                                               int accumulate) {
+                                                int accumulate) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
@@ -1064,46 +1060,41 @@ __device__ __forceinline__ void gemm_wgmma_n128(float (&d)[16][4], unsigned long
 // acc (m64n256, fp32) = a (64 x 8) * b (256 x 8)^T [+ acc if accumulate],
 // both operands K-major tf32 in shared memory (descriptors).
 __device__ __forceinline__ void gemm_wgmma_n256(float (&d)[32][4], unsigned long long a, unsigned long long b,
-                                               int accumulate) {
+                                                int accumulate) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
-               "{"
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
-               "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
-               "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
-               "%56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, "
-               "%74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, "
-               "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, "
-               "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "
-               "%123, %124, %125, %126, %127"
-               "}, %128, %129, p, 1, 1;\n}\n"
-               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
-                 "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-                 "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
-                 "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-                 "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
-                 "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
-                 "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
-                 "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]),
-                 "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
-                 "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]),
-                 "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]),
-                 "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]),
-                 "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]),
-                 "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]),
-                 "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]),
-                 "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]),
-                 "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]),
-                 "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]),
-                 "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]),
-                 "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]),
-                 "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]),
-                 "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]),
-                 "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]),
-                 "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]),
-                 "+f"(d[31][3])
-               : "l"(a), "l"(b), "r"(accumulate));
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, "
+      "%74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, "
+      "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, "
+      "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "
+      "%123, %124, %125, %126, %127"
+      "}, %128, %129, p, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+        "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+        "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
+        "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),
+        "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]),
+        "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
+        "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]),
+        "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]),
+        "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]),
+        "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]),
+        "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]),
+        "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]), "+f"(d[24][1]),
+        "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]),
+        "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]),
+        "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]),
+        "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]),
+        "+f"(d[31][2]), "+f"(d[31][3])
+      : "l"(a), "l"(b), "r"(accumulate));
 #else
   (void)d;
   (void)a;
@@ -1148,11 +1139,10 @@ __device__ __forceinline__ void gemm_wgmma_rs(float (&d)[kN][4], const unsigned 
                    "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
                    "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
                    "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
-                   "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]),
-                   "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
-                   "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]),
-                   "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]),
-                   "+f"(d[15][2]), "+f"(d[15][3])
+                   "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+                   "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]),
+                   "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
+                   "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
   else if constexpr (kN == 8)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
@@ -1196,8 +1186,7 @@ __device__ __forceinline__ void load_split_a(const float* slice, int k8, unsigne
 // big part, and small = rna(x - trunc(x)) leaves at most 2^-21 |x| (2^-22
 // with a rounded big part, which costs writing the slice back: about 8% of
 // the shared-memory traffic that bounds this loop; bench/NOTES.md v10).
-template <int kCount>
-__device__ __forceinline__ void split_floats(const float* slice, float* small) {
+template <int kCount> __device__ __forceinline__ void split_floats(const float* slice, float* small) {
   constexpr int kVectors = kCount / 4;
   static_assert(!kWgmma || kVectors % kThreads == 0, "split vectors must divide evenly among the threads");
 #pragma unroll
@@ -1243,7 +1232,7 @@ __device__ __forceinline__ void issue_slice_wgmma_split(const float* slice, cons
     if (k8 >= 2)
       gemm_wgmma_wait<1>();
     load_split_a(slice, k8, a_big[k8 & 1], a_small[k8 & 1]);
-    gemm_wgmma_fence(); // the fragments (and sums) were written by ordinary instructions
+    gemm_wgmma_fence();                        // the fragments (and sums) were written by ordinary instructions
     const unsigned long long step = 2ull * k8; // 32 bytes in 16-byte units
     gemm_wgmma_rs(sums, a_small[k8 & 1], b + step);
     gemm_wgmma_rs(sums, a_big[k8 & 1], b_rest + step);
@@ -1475,12 +1464,15 @@ __device__ __forceinline__ void tile_statistics(const FusegenArgs& args, float* 
 // Normalizes every (row, group of kNormGroup columns) of the staged tile in
 // place: (x - mean) / sqrt(biased var + eps), two passes. Thread (row, part)
 // covers 16 columns; groups wider than that are shared by 2 or 4 lanes.
-// Rows and columns outside the problem are ignored later.
-__device__ __forceinline__ void normalize_tile(float* smem) {
+// Rows and columns outside the problem are ignored later; rows outside
+// [first_row, end_row) are left as they are (whole warps: see kSplitRows).
+__device__ __forceinline__ void normalize_tile(float* smem, int first_row, int end_row) {
   constexpr int kGroup = kNormGroup > 0 ? kNormGroup : 1;
   constexpr int kWidth = kGroup < kPartCols ? kGroup : kPartCols; // group columns per thread
   constexpr int kTeam = kGroup / kWidth;                          // lanes sharing a group
   const int row = threadIdx.x / kParts, part = threadIdx.x % kParts;
+  if (row < first_row || row >= end_row)
+    return;
   float* values = smem + row * kTileStride + part * kPartCols;
 #pragma unroll
   for (int g = 0; g < kPartCols; g += kWidth) {
@@ -1504,9 +1496,10 @@ __device__ __forceinline__ void normalize_tile(float* smem) {
 }
 
 // Reduces each row of the staged norm_apply() values over the tile's valid
-// columns and folds the result into reduce_slot().
+// columns and folds the result into reduce_slot(), for the rows in
+// [first_row, end_row).
 __device__ __forceinline__ void reduce_tile_rows(const FusegenArgs& args, const float* smem, long long batch,
-                                                 long long m0, int valid_rows, int valid_cols) {
+                                                 long long m0, int first_row, int end_row, int valid_cols) {
   const int row = threadIdx.x / kParts, part = threadIdx.x % kParts;
   const float* values = smem + row * kTileStride;
   float result = kRowReduce == 1 ? __int_as_float(0x7f800000) : __int_as_float(0xff800000);
@@ -1519,7 +1512,7 @@ __device__ __forceinline__ void reduce_tile_rows(const FusegenArgs& args, const 
 #pragma unroll
   for (int offset = 1; offset < kParts; offset <<= 1)
     result = gemm_reduce_combine(result, __shfl_xor_sync(0xffffffffu, result, offset));
-  if (part == 0 && row < valid_rows)
+  if (part == 0 && row >= first_row && row < end_row)
     gemm_reduce_store(reduce_slot(args, batch, m0 + row), result);
 }
 
@@ -1528,21 +1521,25 @@ __device__ __forceinline__ void reduce_tile_rows(const FusegenArgs& args, const 
 // with consecutive threads on consecutive columns (coalesced stores), one
 // element at a time (one copy of the epilogue code, few live registers).
 // The tile's accumulators are staged in shared memory ([kTileM][kTileStride])
-// and every thread has passed a barrier since.
+// and every thread has passed a barrier since. It finishes the tile's rows
+// [first_row, end_row) (all of them but with kSplitRows) and touches no
+// other row's shared memory.
 __device__ __forceinline__ void finish_staged_tile(const FusegenArgs& args, float* smem, const GemmExtents& e,
-                                                   long long batch, long long row_tile, long long m0,
-                                                   long long n0) {
+                                                   long long batch, long long row_tile, long long m0, long long n0,
+                                                   int first_row = 0, int end_row = kTileM) {
   float* tile = smem;
   const int valid_rows = static_cast<int>(e.rows - m0 < kTileM ? e.rows - m0 : kTileM);
   const int valid_cols = static_cast<int>(e.cols - n0 < kTileN ? e.cols - n0 : kTileN);
+  const int last_row = end_row < valid_rows ? end_row : valid_rows; // rows below it are stored
   const bool staged = kNormGroup > 0 || kStatsGroup > 0;
   // Stage 0; the staged stages keep its values (zeros outside the problem
   // up to the last valid column, along m, or row: the walk stops there, and
   // past it the staged accumulators stay, feeding only groups and rows
   // outside the problem, whose results are never stored).
-  const int extent = kEpilogueAlongM ? valid_cols * kTileM : valid_rows * kTileN;
+  const int extent = kEpilogueAlongM ? valid_cols * kTileM : last_row * kTileN;
 #pragma unroll 1
-  for (int index = threadIdx.x; index < extent; index += kThreads) {
+  for (int index = (kEpilogueAlongM ? 0 : first_row * kTileN) + static_cast<int>(threadIdx.x); index < extent;
+       index += kThreads) {
     const int r = kEpilogueAlongM ? index % kTileM : index / kTileN;
     const int c = kEpilogueAlongM ? index / kTileM : index % kTileN;
     float* value = tile + r * kTileStride + c; // kTileStride is odd: no bank conflicts either way
@@ -1558,13 +1555,14 @@ __device__ __forceinline__ void finish_staged_tile(const FusegenArgs& args, floa
     tile_statistics(args, smem, batch, row_tile, n0, e.cols, valid_rows);
     return;
   }
-  normalize_tile(smem);
+  normalize_tile(smem, first_row, end_row);
   __syncthreads();
 #pragma unroll 1
-  for (int index = threadIdx.x; index < kTileM * kTileN; index += kThreads) {
+  for (int index = (kEpilogueAlongM ? 0 : first_row * kTileN) + static_cast<int>(threadIdx.x);
+       index < (kEpilogueAlongM ? kTileM : end_row) * kTileN; index += kThreads) {
     const int r = kEpilogueAlongM ? index % kTileM : index / kTileN;
     const int c = kEpilogueAlongM ? index / kTileM : index % kTileN;
-    if (r < valid_rows && c < valid_cols) {
+    if (r < last_row && c < valid_cols) {
       float* value = tile + r * kTileStride + c;
       const float y = norm_apply(args, batch, m0 + r, n0 + c, *value);
       if (kRowReduce != 0)
@@ -1573,13 +1571,13 @@ __device__ __forceinline__ void finish_staged_tile(const FusegenArgs& args, floa
   }
   if (kRowReduce != 0) {
     __syncthreads();
-    reduce_tile_rows(args, smem, batch, m0, valid_rows, valid_cols);
+    reduce_tile_rows(args, smem, batch, m0, first_row, last_row, valid_cols);
   }
 }
 
 // SIMT: stages a thread's 4x4 micro-tile, then finishes the tile.
-__device__ __forceinline__ void finish_tile(const FusegenArgs& args, float* smem, const GemmExtents& e,
-                                            long long batch, long long row_tile, long long m0, long long n0,
+__device__ __forceinline__ void finish_tile(const FusegenArgs& args, float* smem, const GemmExtents& e, long long batch,
+                                            long long row_tile, long long m0, long long n0,
                                             const float (&acc)[kMicro][kMicro]) {
   const int tx = threadIdx.x % kThreadCols, ty = threadIdx.x / kThreadCols;
 #pragma unroll
@@ -1591,38 +1589,43 @@ __device__ __forceinline__ void finish_tile(const FusegenArgs& args, float* smem
   finish_staged_tile(args, smem, e, batch, row_tile, m0, n0);
 }
 
-// Tensor cores: finishes the block's epilogue tiles one after another; each
-// warp stages its fragments that lie in the tile (C layout:
-// (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)).
+// Tensor cores: stages this thread's accumulator fragments that lie in
+// epilogue tile (tm, tn) at their places in the tile ([kTileM][kTileStride];
+// C layout: (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)).
+__device__ __forceinline__ void stage_tile_tc(float* smem, const float (&acc)[kFragsM][kFragsN][4], int tm, int tn) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int warp_row = (warp / kWarpsN) * kWarpM, warp_col = (warp % kWarpsN) * kWarpN;
+  if (warp_row / kTileM != tm)
+    return;
+  const int r0 = warp_row % kTileM + g;
+#pragma unroll
+  for (int i = 0; i < kFragsM; ++i)
+#pragma unroll
+    for (int j = 0; j < kFragsN; ++j) {
+      const int column = warp_col + j * 8; // a fragment lies in one tile
+      if (column / kTileN != tn)
+        continue;
+      float* at = smem + (r0 + i * 16) * kTileStride + column % kTileN + 2 * t;
+      at[0] = acc[i][j][0];
+      at[1] = acc[i][j][1];
+      at[8 * kTileStride] = acc[i][j][2];
+      at[8 * kTileStride + 1] = acc[i][j][3];
+    }
+}
+
+// Tensor cores: finishes the block's epilogue tiles one after another.
 __device__ __forceinline__ void finish_block_tc(const FusegenArgs& args, float* smem, const GemmExtents& e,
                                                 long long batch, long long m0, long long n0,
                                                 const float (&acc)[kFragsM][kFragsN][4]) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int warp_row = (warp / kWarpsN) * kWarpM, warp_col = (warp % kWarpsN) * kWarpN;
 #pragma unroll 1
   for (int tm = 0; tm < kBlockM / kTileM; ++tm)
 #pragma unroll 1
     for (int tn = 0; tn < kBlockN / kTileN; ++tn) {
       const long long tile_m0 = m0 + tm * kTileM, tile_n0 = n0 + tn * kTileN;
       if (tile_m0 >= e.rows || tile_n0 >= e.cols)
-        continue; // the same for every thread
+        continue;      // the same for every thread
       __syncthreads(); // the previous tile's epilogue may still read shared memory
-      if (warp_row / kTileM == tm) {
-        const int r0 = warp_row % kTileM + g;
-#pragma unroll
-        for (int i = 0; i < kFragsM; ++i)
-#pragma unroll
-          for (int j = 0; j < kFragsN; ++j) {
-            const int column = warp_col + j * 8; // a fragment lies in one tile
-            if (column / kTileN != tn)
-              continue;
-            float* at = smem + (r0 + i * 16) * kTileStride + column % kTileN + 2 * t;
-            at[0] = acc[i][j][0];
-            at[1] = acc[i][j][1];
-            at[8 * kTileStride] = acc[i][j][2];
-            at[8 * kTileStride + 1] = acc[i][j][3];
-          }
-      }
+      stage_tile_tc(smem, acc, tm, tn);
       __syncthreads();
       finish_staged_tile(args, smem, e, batch, tile_m0 / kTileM, tile_m0, tile_n0);
     }
@@ -1638,6 +1641,13 @@ __device__ __forceinline__ void finish_block_tc(const FusegenArgs& args, float* 
 // ranks in rank order (deterministic) and stores the sums into rank 0's
 // staging, in place (an element is read and written by its owner only). Rank 0
 // loads the sums back and runs the epilogue alone.
+//
+// Where the epilogue's rows are independent of each other (kSplitRows: no
+// column statistics, walked along rows, one epilogue tile per block), each
+// rank instead stages its accumulators as the epilogue tile, sums its own
+// 1/kSplitK of the tile's rows over the ranks (the same sums, in the same
+// order) and finishes those rows itself: chain 62 small's rank 0 spent 3.9
+// of the kernel's 9.4 us in the epilogue alone (bench/NOTES.md v27).
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900 // (the host pass of nvcc checks nothing)
 constexpr bool kHaveClusters = true;
@@ -1649,6 +1659,13 @@ static_assert(kSplitK == 1 || (kInnerProduct != 0 && kHaveClusters), "split-K ne
 static_assert(kSplitK == 1 ||
                   (kBlockM * kBlockN % (kSplitK * kThreads) == 0 && kDynamicSharedFloats >= kBlockM * kBlockN),
               "split-K stages the block's accumulators in shared memory");
+constexpr bool kSplitRows =
+    kSplitK > 1 && kStatsGroup == 0 && !kEpilogueAlongM && kBlockM == kTileM && kBlockN == kTileN;
+constexpr int kRankRows = kTileM / (kSplitK > 1 ? kSplitK : 1); // the rows each rank finishes
+// normalize_tile and reduce_tile_rows skip rows a warp at a time (a warp
+// covers 32 / kParts rows), so a rank's rows are whole warps'.
+static_assert(!kSplitRows || (kRankRows % (32 / kParts) == 0 && kRankRows * kTileN % kThreads == 0),
+              "a rank's rows must be whole warps' rows");
 static_assert(kBlockBegin >= 0 && kBlockEnd >= 0 && (kBlockBegin == 0 || kBlockEnd == 0),
               "a launch is a split tail (kBlockBegin) or leaves one (kBlockEnd), not both");
 static_assert(kBlockBegin == 0 || kInnerProduct != 0, "a split tail runs on tensor cores");
@@ -1667,6 +1684,20 @@ __device__ __forceinline__ unsigned int cluster_rank() {
 __device__ __forceinline__ void cluster_sync() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+// cluster_sync in two halves, to do work between this thread's arrival and
+// its wait for everyone else's.
+__device__ __forceinline__ void cluster_arrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
 }
 
@@ -1696,8 +1727,7 @@ __device__ __forceinline__ void cluster_store(unsigned int address, float value)
 
 // f(accumulator, its staging offset) for each of this thread's accumulators:
 // element i of thread t is staged at i * kThreads + t.
-template <typename F>
-__device__ __forceinline__ void for_each_accumulator(float (&acc)[kFragsM][kFragsN][4], F f) {
+template <typename F> __device__ __forceinline__ void for_each_accumulator(float (&acc)[kFragsM][kFragsN][4], F f) {
 #pragma unroll
   for (int i = 0; i < kFragsM; ++i)
 #pragma unroll
@@ -1731,8 +1761,38 @@ __device__ __forceinline__ bool reduce_split_k(float* smem, float (&acc)[kFragsM
   return true;
 }
 
+// kSplitRows: the cluster's sums of this rank's rows of the block, and their
+// epilogue. A rank reads the others' shared memory only at its own rows,
+// which no other rank writes, so one cluster barrier before the reads is
+// enough; the arrival after them lets each rank wait, at its end, until no
+// rank reads its shared memory any more (a block's shared memory must
+// outlive every read of it). Shared memory is free on entry.
+__device__ __forceinline__ void finish_split_rows(const FusegenArgs& args, float* smem, const GemmExtents& e,
+                                                  long long batch, long long m0, long long n0,
+                                                  const float (&acc)[kFragsM][kFragsN][4]) {
+  stage_tile_tc(smem, acc, 0, 0);
+  cluster_sync(); // every rank's tile is staged
+  const int first_row = static_cast<int>(cluster_rank()) * kRankRows;
+#pragma unroll
+  for (int v = 0; v < kRankRows * kTileN / kThreads; ++v) {
+    const int index = v * kThreads + static_cast<int>(threadIdx.x);
+    float* element = smem + (first_row + index / kTileN) * kTileStride + index % kTileN;
+    float sum = cluster_load(cluster_address(element, 0));
+#pragma unroll
+    for (unsigned int q = 1; q < kSplitK; ++q)
+      sum += cluster_load(cluster_address(element, q));
+    *element = sum; // read above by this thread alone
+  }
+  cluster_arrive(); // this rank reads no other rank's shared memory from here on
+  __syncthreads();
+  if (m0 < e.rows && n0 < e.cols) // the same for every rank
+    finish_staged_tile(args, smem, e, batch, m0 / kTileM, m0, n0, first_row, first_row + kRankRows);
+  cluster_wait();
+}
+
 // One output block on tensor cores: its products (this rank's share with
-// split-K), the cluster's sum, and the epilogue in the rank that holds it.
+// split-K), the cluster's sum, and the epilogue in the rank that holds it
+// (each rank its rows with kSplitRows).
 __device__ __forceinline__ void tensor_core_block(const FusegenArgs& args, float* smem, const GemmExtents& e,
                                                   long long batch, long long m0, long long n0) {
   float acc[kFragsM][kFragsN][4] = {};
@@ -1742,6 +1802,10 @@ __device__ __forceinline__ void tensor_core_block(const FusegenArgs& args, float
     accumulate_block_async(args, smem, e, batch, m0, n0, acc);
   else
     accumulate_block_tc(args, smem, e, batch, m0, n0, acc);
+  if constexpr (kSplitRows) {
+    finish_split_rows(args, smem, e, batch, m0, n0, acc);
+    return;
+  }
   if constexpr (kSplitK > 1)
     if (!reduce_split_k(smem, acc))
       return; // the same for the whole block: rank 0 finishes the output block
