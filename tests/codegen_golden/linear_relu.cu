@@ -1408,7 +1408,8 @@ __device__ __forceinline__ void accumulate_block_tc(const FusegenArgs& args, flo
 // Partial statistics per group of kStatsGroup adjacent columns over the tile's
 // valid rows: count, mean and M2 by two passes over the staged tile.
 __device__ __forceinline__ void tile_statistics(const FusegenArgs& args, float* smem, long long batch,
-                                                long long row_tile, long long n0, long long cols, int valid_rows) {
+                                                long long row_tile, long long n0, long long cols, int valid_rows,
+                                                int first_col, int end_col) {
   constexpr int kGroup = kStatsGroup > 0 ? kStatsGroup : 1;
   constexpr int kLanes = kGroup < 32 ? kGroup : 32; // a group's columns within one warp
   constexpr int kSpans = kGroup / kLanes;           // warps a group spans (2 when 64 wide)
@@ -1449,7 +1450,7 @@ __device__ __forceinline__ void tile_statistics(const FusegenArgs& args, float* 
   }
   partial[part * kTileN + column] = fusegen_team_sum<kLanes>(squares);
   __syncthreads();
-  if (leader && n0 + column < cols) {
+  if (leader && n0 + column < cols && column >= first_col && column < end_col) {
     float m2 = 0.0f;
     for (int p = 0; p < kParts; ++p)
       for (int s = 0; s < kSpans; ++s)
@@ -1465,7 +1466,7 @@ __device__ __forceinline__ void tile_statistics(const FusegenArgs& args, float* 
 // place: (x - mean) / sqrt(biased var + eps), two passes. Thread (row, part)
 // covers 16 columns; groups wider than that are shared by 2 or 4 lanes.
 // Rows and columns outside the problem are ignored later; rows outside
-// [first_row, end_row) are left as they are (whole warps: see kSplitRows).
+// [first_row, end_row) are left as they are (whole warps: see kSplitShares).
 __device__ __forceinline__ void normalize_tile(float* smem, int first_row, int end_row) {
   constexpr int kGroup = kNormGroup > 0 ? kNormGroup : 1;
   constexpr int kWidth = kGroup < kPartCols ? kGroup : kPartCols; // group columns per thread
@@ -1521,27 +1522,30 @@ __device__ __forceinline__ void reduce_tile_rows(const FusegenArgs& args, const 
 // with consecutive threads on consecutive columns (coalesced stores), one
 // element at a time (one copy of the epilogue code, few live registers).
 // The tile's accumulators are staged in shared memory ([kTileM][kTileStride])
-// and every thread has passed a barrier since. It finishes the tile's rows
-// [first_row, end_row) (all of them but with kSplitRows) and touches no
-// other row's shared memory.
+// and every thread has passed a barrier since. It finishes the share of the
+// tile of kShareRows rows from first_row and kShareCols columns from
+// first_col (the whole tile but with kSplitShares) and writes no other
+// part of the tile.
+template <int kShareRows = kTileM, int kShareCols = kTileN>
 __device__ __forceinline__ void finish_staged_tile(const FusegenArgs& args, float* smem, const GemmExtents& e,
                                                    long long batch, long long row_tile, long long m0, long long n0,
-                                                   int first_row = 0, int end_row = kTileM) {
+                                                   int first_row = 0, int first_col = 0) {
+  static_assert(!kEpilogueAlongM || (kShareRows == kTileM && kShareCols == kTileN), "along m: the whole tile");
   float* tile = smem;
   const int valid_rows = static_cast<int>(e.rows - m0 < kTileM ? e.rows - m0 : kTileM);
   const int valid_cols = static_cast<int>(e.cols - n0 < kTileN ? e.cols - n0 : kTileN);
+  const int end_row = first_row + kShareRows;
   const int last_row = end_row < valid_rows ? end_row : valid_rows; // rows below it are stored
   const bool staged = kNormGroup > 0 || kStatsGroup > 0;
   // Stage 0; the staged stages keep its values (zeros outside the problem
   // up to the last valid column, along m, or row: the walk stops there, and
   // past it the staged accumulators stay, feeding only groups and rows
   // outside the problem, whose results are never stored).
-  const int extent = kEpilogueAlongM ? valid_cols * kTileM : last_row * kTileN;
+  const int extent = kEpilogueAlongM ? valid_cols * kTileM : (last_row - first_row) * kShareCols;
 #pragma unroll 1
-  for (int index = (kEpilogueAlongM ? 0 : first_row * kTileN) + static_cast<int>(threadIdx.x); index < extent;
-       index += kThreads) {
-    const int r = kEpilogueAlongM ? index % kTileM : index / kTileN;
-    const int c = kEpilogueAlongM ? index / kTileM : index % kTileN;
+  for (int index = threadIdx.x; index < extent; index += kThreads) {
+    const int r = kEpilogueAlongM ? index % kTileM : first_row + index / kShareCols;
+    const int c = kEpilogueAlongM ? index / kTileM : first_col + index % kShareCols;
     float* value = tile + r * kTileStride + c; // kTileStride is odd: no bank conflicts either way
     const bool valid = r < valid_rows && c < valid_cols;
     const float v = valid ? epilogue(args, batch, m0 + r, n0 + c, *value) : 0.0f;
@@ -1552,16 +1556,15 @@ __device__ __forceinline__ void finish_staged_tile(const FusegenArgs& args, floa
     return;
   __syncthreads();
   if (kStatsGroup > 0) {
-    tile_statistics(args, smem, batch, row_tile, n0, e.cols, valid_rows);
+    tile_statistics(args, smem, batch, row_tile, n0, e.cols, valid_rows, first_col, first_col + kShareCols);
     return;
   }
   normalize_tile(smem, first_row, end_row);
   __syncthreads();
 #pragma unroll 1
-  for (int index = (kEpilogueAlongM ? 0 : first_row * kTileN) + static_cast<int>(threadIdx.x);
-       index < (kEpilogueAlongM ? kTileM : end_row) * kTileN; index += kThreads) {
-    const int r = kEpilogueAlongM ? index % kTileM : index / kTileN;
-    const int c = kEpilogueAlongM ? index / kTileM : index % kTileN;
+  for (int index = threadIdx.x; index < kShareRows * kShareCols; index += kThreads) {
+    const int r = kEpilogueAlongM ? index % kTileM : first_row + index / kShareCols;
+    const int c = kEpilogueAlongM ? index / kTileM : first_col + index % kShareCols;
     if (r < last_row && c < valid_cols) {
       float* value = tile + r * kTileStride + c;
       const float y = norm_apply(args, batch, m0 + r, n0 + c, *value);
@@ -1647,7 +1650,9 @@ __device__ __forceinline__ void finish_block_tc(const FusegenArgs& args, float* 
 // rank instead stages its accumulators as the epilogue tile, sums its own
 // 1/kSplitK of the tile's rows over the ranks (the same sums, in the same
 // order) and finishes those rows itself: chain 62 small's rank 0 spent 3.9
-// of the kernel's 9.4 us in the epilogue alone (bench/NOTES.md v27).
+// of the kernel's 9.4 us in the epilogue alone (bench/NOTES.md v27). With
+// column statistics instead (kSplitCols: groups of columns, all rows), each
+// rank takes a 1/kSplitK of the columns the same way (v28).
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900 // (the host pass of nvcc checks nothing)
 constexpr bool kHaveClusters = true;
@@ -1659,12 +1664,15 @@ static_assert(kSplitK == 1 || (kInnerProduct != 0 && kHaveClusters), "split-K ne
 static_assert(kSplitK == 1 ||
                   (kBlockM * kBlockN % (kSplitK * kThreads) == 0 && kDynamicSharedFloats >= kBlockM * kBlockN),
               "split-K stages the block's accumulators in shared memory");
-constexpr bool kSplitRows =
-    kSplitK > 1 && kStatsGroup == 0 && !kEpilogueAlongM && kBlockM == kTileM && kBlockN == kTileN;
-constexpr int kRankRows = kTileM / (kSplitK > 1 ? kSplitK : 1); // the rows each rank finishes
+constexpr bool kSplitOneTile = kSplitK > 1 && !kEpilogueAlongM && kBlockM == kTileM && kBlockN == kTileN;
+constexpr bool kSplitRows = kSplitOneTile && kStatsGroup == 0;
+constexpr bool kSplitCols = kSplitOneTile && kStatsGroup > 0 && (kTileN / kSplitK) % kStatsGroup == 0;
+constexpr bool kSplitShares = kSplitRows || kSplitCols;
+constexpr int kShareRows = kSplitRows ? kTileM / kSplitK : kTileM; // a rank's share of the tile
+constexpr int kShareCols = kSplitCols ? kTileN / kSplitK : kTileN;
 // normalize_tile and reduce_tile_rows skip rows a warp at a time (a warp
 // covers 32 / kParts rows), so a rank's rows are whole warps'.
-static_assert(!kSplitRows || (kRankRows % (32 / kParts) == 0 && kRankRows * kTileN % kThreads == 0),
+static_assert(!kSplitShares || (kShareRows % (32 / kParts) == 0 && kShareRows * kShareCols % kThreads == 0),
               "a rank's rows must be whole warps' rows");
 static_assert(kBlockBegin >= 0 && kBlockEnd >= 0 && (kBlockBegin == 0 || kBlockEnd == 0),
               "a launch is a split tail (kBlockBegin) or leaves one (kBlockEnd), not both");
@@ -1761,22 +1769,24 @@ __device__ __forceinline__ bool reduce_split_k(float* smem, float (&acc)[kFragsM
   return true;
 }
 
-// kSplitRows: the cluster's sums of this rank's rows of the block, and their
-// epilogue. A rank reads the others' shared memory only at its own rows,
-// which no other rank writes, so one cluster barrier before the reads is
-// enough; the arrival after them lets each rank wait, at its end, until no
-// rank reads its shared memory any more (a block's shared memory must
-// outlive every read of it). Shared memory is free on entry.
-__device__ __forceinline__ void finish_split_rows(const FusegenArgs& args, float* smem, const GemmExtents& e,
-                                                  long long batch, long long m0, long long n0,
-                                                  const float (&acc)[kFragsM][kFragsN][4]) {
+// kSplitShares: the cluster's sums of this rank's share of the block (its
+// rows, or its columns), and their epilogue. A rank reads the others'
+// shared memory only at its own share, which no other rank writes, so one
+// cluster barrier before the reads is enough; the arrival after them lets
+// each rank wait, at its end, until no rank reads its shared memory any more
+// (a block's shared memory must outlive every read of it). Shared memory is
+// free on entry.
+__device__ __forceinline__ void finish_split_share(const FusegenArgs& args, float* smem, const GemmExtents& e,
+                                                   long long batch, long long m0, long long n0,
+                                                   const float (&acc)[kFragsM][kFragsN][4]) {
   stage_tile_tc(smem, acc, 0, 0);
   cluster_sync(); // every rank's tile is staged
-  const int first_row = static_cast<int>(cluster_rank()) * kRankRows;
+  const int rank = static_cast<int>(cluster_rank());
+  const int first_row = kSplitRows ? rank * kShareRows : 0, first_col = kSplitCols ? rank * kShareCols : 0;
 #pragma unroll
-  for (int v = 0; v < kRankRows * kTileN / kThreads; ++v) {
+  for (int v = 0; v < kShareRows * kShareCols / kThreads; ++v) {
     const int index = v * kThreads + static_cast<int>(threadIdx.x);
-    float* element = smem + (first_row + index / kTileN) * kTileStride + index % kTileN;
+    float* element = smem + (first_row + index / kShareCols) * kTileStride + first_col + index % kShareCols;
     float sum = cluster_load(cluster_address(element, 0));
 #pragma unroll
     for (unsigned int q = 1; q < kSplitK; ++q)
@@ -1786,13 +1796,13 @@ __device__ __forceinline__ void finish_split_rows(const FusegenArgs& args, float
   cluster_arrive(); // this rank reads no other rank's shared memory from here on
   __syncthreads();
   if (m0 < e.rows && n0 < e.cols) // the same for every rank
-    finish_staged_tile(args, smem, e, batch, m0 / kTileM, m0, n0, first_row, first_row + kRankRows);
+    finish_staged_tile<kShareRows, kShareCols>(args, smem, e, batch, m0 / kTileM, m0, n0, first_row, first_col);
   cluster_wait();
 }
 
 // One output block on tensor cores: its products (this rank's share with
 // split-K), the cluster's sum, and the epilogue in the rank that holds it
-// (each rank its rows with kSplitRows).
+// (each rank its share with kSplitShares).
 __device__ __forceinline__ void tensor_core_block(const FusegenArgs& args, float* smem, const GemmExtents& e,
                                                   long long batch, long long m0, long long n0) {
   float acc[kFragsM][kFragsN][4] = {};
@@ -1802,8 +1812,8 @@ __device__ __forceinline__ void tensor_core_block(const FusegenArgs& args, float
     accumulate_block_async(args, smem, e, batch, m0, n0, acc);
   else
     accumulate_block_tc(args, smem, e, batch, m0, n0, acc);
-  if constexpr (kSplitRows) {
-    finish_split_rows(args, smem, e, batch, m0, n0, acc);
+  if constexpr (kSplitShares) {
+    finish_split_share(args, smem, e, batch, m0, n0, acc);
     return;
   }
   if constexpr (kSplitK > 1)
