@@ -1469,16 +1469,9 @@ __device__ __forceinline__ unsigned int cluster_rank() {
   return rank;
 }
 
-// Every thread of the cluster arrives; shared-memory writes before it are
-// visible to the whole cluster after it.
-__device__ __forceinline__ void cluster_sync() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-#endif
-}
-
-// cluster_sync in two halves, to do work between this thread's arrival and
-// its wait for everyone else's.
+// A cluster barrier in two halves, to do work between this thread's
+// arrival and its wait for everyone else's: shared-memory writes before a
+// thread arrives are visible to the whole cluster after its wait.
 __device__ __forceinline__ void cluster_arrive() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
@@ -1489,6 +1482,13 @@ __device__ __forceinline__ void cluster_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
+}
+
+// Every thread of the cluster arrives; shared-memory writes before it are
+// visible to the whole cluster after it.
+__device__ __forceinline__ void cluster_sync() {
+  cluster_arrive();
+  cluster_wait();
 }
 
 // The shared::cluster address of `pointer` (this block's shared memory) in
