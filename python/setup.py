@@ -85,7 +85,6 @@ FASTCALL = Extension("fusegen._fastcall", sources=["fusegen/_fastcall.c"],
                      include_dirs=[os.path.join(REPO, "runtime", "include")], optional=True)
 
 
-
 def torch_reader():
     """fusegen._torchread, built against the torch importable now, or nothing.
     Optional too: without torch, or where it fails to build, the C call path
