@@ -55,12 +55,15 @@ static int PyModule_AddObjectRef(PyObject* module, const char* name, PyObject* v
 typedef fusegen_status (*call_fn)(const fusegen_function*, const fusegen_tensor*, int32_t, const fusegen_tensor*,
                                   int32_t, void*);
 
-/* The five tensor accessors the call reads, in order. */
-enum { kDtype, kGetDevice, kIsContiguous, kDataPtr, kShape, kAccessors };
-static const char* const accessor_names[kAccessors] = {"dtype", "get_device", "is_contiguous", "data_ptr", "shape"};
+/* The six tensor accessors the call reads, in order. get_device() alone
+ * does not say that the device is a CUDA device (other devices have
+ * indices too): is_cuda does. */
+enum { kDtype, kIsCuda, kGetDevice, kIsContiguous, kDataPtr, kShape, kAccessors };
+static const char* const accessor_names[kAccessors] = {"dtype",         "is_cuda",  "get_device",
+                                                       "is_contiguous", "data_ptr", "shape"};
 /* Attributes (data descriptors, read through tp_descr_get) or methods
  * without arguments (called through vectorcall). */
-static const int accessor_is_method[kAccessors] = {0, 1, 1, 1, 0};
+static const int accessor_is_method[kAccessors] = {0, 0, 1, 1, 1, 0};
 static PyObject* accessor_strings[kAccessors]; /* the names, interned */
 
 typedef struct {
@@ -81,7 +84,7 @@ typedef struct {
   PyObject* raise_status; /* status (int) -> raises the library's error */
   /* torch.Tensor's own descriptors of the accessors, and the types whose
    * instances are read through them (torch.Tensor and those subclasses that
-   * resolve all five to the same descriptors; NULL where unused). */
+   * resolve all six to the same descriptors; NULL where unused). */
   PyObject* accessors[kAccessors];
   PyObject* direct_types[2];
   /* Reads those types through torch's C++ API instead, where the package has
@@ -142,6 +145,13 @@ static int usable_tensor(Caller* self, PyObject* t, PyObject** shape, void** dat
   int is_float32 = dtype == self->float32;
   Py_DECREF(dtype);
   if (!is_float32)
+    return 0;
+  PyObject* is_cuda = read_accessor(self, t, kIsCuda);
+  if (!is_cuda)
+    return -1;
+  const int on_cuda = is_cuda == Py_True;
+  Py_DECREF(is_cuda);
+  if (!on_cuda)
     return 0;
   PyObject* device = read_accessor(self, t, kGetDevice);
   if (!device)

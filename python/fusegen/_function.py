@@ -230,7 +230,7 @@ class Function(_call_base()):
             for name in self.argument_names:
                 t = tensors[name]
                 if Tensor_ is not None and isinstance(t, Tensor_) and t.dtype is f32 \
-                        and t.get_device() == device and t.is_contiguous():
+                        and t.is_cuda and t.get_device() == device and t.is_contiguous():
                     shapes.append(t.shape)
                     pointers.append(t.data_ptr())
                     use_torch = True
@@ -331,7 +331,7 @@ class Function(_call_base()):
             results = []
             for name, expected, slot in zip(self.output_names, plan.out_shapes, plan.out_slots):
                 t = out.get(name)
-                if not (isinstance(t, Tensor_) and t.dtype is f32 and t.get_device() == device
+                if not (isinstance(t, Tensor_) and t.dtype is f32 and t.is_cuda and t.get_device() == device
                         and t.is_contiguous() and t.shape == expected):
                     break  # the general path below checks again and words the error
                 slot.data = t.data_ptr()

@@ -1,6 +1,6 @@
 /* What fusegen._torchread (C++, built against torch) gives fusegen._fastcall
  * (C, no torch headers): a torch tensor read through torch's C++ API,
- * without its five Python-level accessors (about 0.1 us each per tensor).
+ * without its six Python-level accessors (about 0.1 us each per tensor).
  * Passed as a PyCapsule named FUSEGEN_TENSOR_READER_CAPSULE. */
 #ifndef FUSEGEN_TENSOR_READER_H
 #define FUSEGEN_TENSOR_READER_H

@@ -103,6 +103,9 @@ results["wrong_out_shape"] = error(a=a, b=b, out={"y": Tensor((4, 15))})
 results["wrong_out_dtype"] = error(a=a, b=b, out={"y": Tensor((4, 16), torch.float16)})
 results["unknown_out"] = error(a=a, b=b, out={"z": out})
 results["wrong_arg_shape"] = error(a=a, b=Tensor((5, 16)))
+elsewhere = Tensor((4, 16))
+elsewhere.is_cuda = False  # index 0 of another kind of device: get_device() alone would pass it
+results["not_cuda"] = error(a=a, b=elsewhere)
 # A fusion with an argument named out: f(out=t) passes that argument.
 g = rt.load_string("fusion twice {\n  input out : f32[N, 16]\n  output y = out + out\n}\n",
                    name="twice.fg").function()
@@ -173,6 +176,7 @@ class FastPathTest(unittest.TestCase):
         self.assertIn("has dtype", r["wrong_out_dtype"])
         self.assertIn("out= must give exactly the outputs y (missing y; unknown 'z')", r["unknown_out"])
         self.assertIn("dim N is bound two ways", r["wrong_arg_shape"])
+        self.assertIn("argument 'b' of add is a tensor on cuda:0; fusegen needs CUDA tensors", r["not_cuda"])
         self.assertEqual(r["streams"], [(1 << 40) + 256, (1 << 40) + 256, (1 << 40) + 512, None])
         self.assertEqual(r["null_pointer"], "ArgumentError: fusion 'add': tensor 'b' is a null pointer")
         self.assertTrue(r["fresh_outputs"])
