@@ -535,9 +535,9 @@ static_assert(kNormGroup == 0 || kStatsGroup == 0, "a tile computes statistics o
 // three per SM (80 registers, no spills), for more warps to hide their
 // latency (chain 85's conv ran at 12.5% occupancy with one).
 constexpr bool kGathers = !(kAVector && kBVector);
-constexpr int kMinBlocksPerSM = kInnerProduct == 0                                          ? 2
+constexpr int kMinBlocksPerSM = kInnerProduct == 0                                                 ? 2
                                 : kGathers && kBlockM == 64 && kBlockN == 64 && kTileK == 8 ? 3
-                                                                                            : 1;
+                                                                                              : 1;
 constexpr int kMicro = 4;                           // micro-tile: 4 rows x 4 columns per thread
 constexpr int kThreadCols = kTileN / kMicro;        // 16 threads across the tile
 constexpr int kThreadRows = kThreads / kThreadCols; // 16 threads down the tile
@@ -553,9 +553,9 @@ constexpr int kAStride = kBlockM + kSlicePad;
 constexpr int kBStride = kBlockN + kSlicePad;
 constexpr int kSliceFloats = kTileK * (kAStride + kBStride);
 constexpr int kTileStride = kTileN + 1;
-constexpr int kParts = kThreads / kTileN;  // 4 row parts (statistics) / column parts (norm)
-constexpr int kPartRows = kTileM / kParts; // 16 rows per statistics part
-constexpr int kPartCols = kTileN / kParts; // 16 columns per norm part
+constexpr int kParts = kThreads / kTileN;        // 4 row parts (statistics) / column parts (norm)
+constexpr int kPartRows = kTileM / kParts;       // 16 rows per statistics part
+constexpr int kPartCols = kTileN / kParts;       // 16 columns per norm part
 constexpr int kScratchOffset = kTileM * kTileStride;
 constexpr int kEpilogueFloats = kScratchOffset + kParts * kTileN + kTileN;
 constexpr int kSharedFloats = 2 * kSliceFloats > kEpilogueFloats ? 2 * kSliceFloats : kEpilogueFloats;
@@ -620,7 +620,7 @@ constexpr int kAsyncSliceFloats = (kBlockM + kBlockN + (kCopySmallB ? kBlockN : 
 constexpr int kSmallFloats = kWgmma && kInnerProduct == 1 && !kBSplit ? 2 * kBlockN * kRowStride : 0;
 constexpr int kAlignFloats = kWgmma ? 256 : 0;
 constexpr int kAsyncFloats = kStages * kAsyncSliceFloats + kSmallFloats + kAlignFloats > kEpilogueFloats
-                                 ? kStages* kAsyncSliceFloats + kSmallFloats + kAlignFloats
+                                 ? kStages * kAsyncSliceFloats + kSmallFloats + kAlignFloats
                                  : kEpilogueFloats;
 static_assert(!kAsync || (kStages >= 2 && kDynamicSharedFloats >= kAsyncFloats),
               "the launch must give the cp.async pipeline its shared memory");
@@ -665,7 +665,8 @@ __device__ __forceinline__ void fill_depth_table(const FusegenArgs& args) {
 }
 
 // Where A element (m, k) is (m < M, k < K).
-__device__ __forceinline__ const float* a_element(const FusegenArgs& args, long long a_base, long long m, long long k) {
+__device__ __forceinline__ const float* a_element(const FusegenArgs& args, long long a_base, long long m,
+                                                  long long k) {
   if constexpr (kADepthTable > 0)
     return a_row(args, a_base, m) + gemm_a_depth_table[k];
   else
@@ -691,7 +692,8 @@ __device__ __forceinline__ void slice_position(int slot, int& kk, int& xx) {
 }
 
 // One operand element or 16-byte vector (zeros for a null address).
-template <int kWidth> __device__ __forceinline__ void load_vector(const float* at, float (&v)[kWidth]) {
+template <int kWidth>
+__device__ __forceinline__ void load_vector(const float* at, float (&v)[kWidth]) {
   if constexpr (kWidth == 4) {
     const float4 q = at ? __ldg(reinterpret_cast<const float4*>(at)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     v[0] = q.x;
@@ -894,7 +896,8 @@ __device__ __forceinline__ void gemm_copy16_async(float* destination, const floa
 __device__ __forceinline__ void gemm_copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 
 // Waits until at most kPending committed copy groups are still in flight.
-template <int kPending> __device__ __forceinline__ void gemm_copy_wait() {
+template <int kPending>
+__device__ __forceinline__ void gemm_copy_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
 }
 
@@ -914,16 +917,16 @@ __device__ __forceinline__ void copy_slice_async(const FusegenArgs& args, const 
   constexpr int kVectorsPerRow = kTileK / 4;
   constexpr int kACopies = kBlockM * kVectorsPerRow / kThreads;
   constexpr int kBCopies = kBlockN * kVectorsPerRow / kThreads;
-  static_assert(
-      !kAsync || (kACopies * kThreads == kBlockM * kVectorsPerRow && kBCopies * kThreads == kBlockN * kVectorsPerRow),
-      "slice copies must divide evenly among the threads");
+  static_assert(!kAsync ||
+                    (kACopies * kThreads == kBlockM * kVectorsPerRow && kBCopies * kThreads == kBlockN * kVectorsPerRow),
+                "slice copies must divide evenly among the threads");
   const float* stand_in = args.buf[0];
 #pragma unroll
   for (int i = 0; i < kACopies; ++i) {
     const int v = threadIdx.x + i * kThreads, mm = v / kVectorsPerRow, kk = (v % kVectorsPerRow) * 4;
     const long long m = m0 + mm, k = k0 + kk;
-    gemm_copy16_async(slice + slice_offset(mm, kk), m < e.rows && k < e.depth ? a_element(args, a_base, m, k) : nullptr,
-                      stand_in);
+    gemm_copy16_async(slice + slice_offset(mm, kk),
+                      m < e.rows && k < e.depth ? a_element(args, a_base, m, k) : nullptr, stand_in);
   }
   float* bs = slice + kBlockM * kRowStride;
 #pragma unroll
@@ -986,7 +989,8 @@ __device__ __forceinline__ void gemm_wgmma_commit() {
 
 // Waits until at most kPending committed groups of this warpgroup's products
 // are still running.
-template <int kPending> __device__ __forceinline__ void gemm_wgmma_wait() {
+template <int kPending>
+__device__ __forceinline__ void gemm_wgmma_wait() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(kPending) : "memory");
 #endif
@@ -1028,7 +1032,7 @@ __device__ __forceinline__ void gemm_wgmma_n64(float (&d)[8][4], unsigned long l
 // acc (m64n128, fp32) = a (64 x 8) * b (128 x 8)^T [+ acc if accumulate],
 // both operands K-major tf32 in shared memory (descriptors).
 __device__ __forceinline__ void gemm_wgmma_n128(float (&d)[16][4], unsigned long long a, unsigned long long b,
-                                                int accumulate) {
+                                               int accumulate) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
@@ -1060,41 +1064,46 @@ __device__ __forceinline__ void gemm_wgmma_n128(float (&d)[16][4], unsigned long
 // acc (m64n256, fp32) = a (64 x 8) * b (256 x 8)^T [+ acc if accumulate],
 // both operands K-major tf32 in shared memory (descriptors).
 __device__ __forceinline__ void gemm_wgmma_n256(float (&d)[32][4], unsigned long long a, unsigned long long b,
-                                                int accumulate) {
+                                               int accumulate) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
-      "{"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
-      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
-      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
-      "%56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, "
-      "%74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, "
-      "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, "
-      "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "
-      "%123, %124, %125, %126, %127"
-      "}, %128, %129, p, 1, 1;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
-        "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
-        "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
-        "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),
-        "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
-        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]),
-        "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
-        "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]),
-        "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]),
-        "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]),
-        "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]),
-        "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]),
-        "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]), "+f"(d[24][1]),
-        "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]),
-        "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]),
-        "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]),
-        "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]),
-        "+f"(d[31][2]), "+f"(d[31][3])
-      : "l"(a), "l"(b), "r"(accumulate));
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+               "{"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+               "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+               "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+               "%56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, "
+               "%74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, "
+               "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, "
+               "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "
+               "%123, %124, %125, %126, %127"
+               "}, %128, %129, p, 1, 1;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+                 "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+                 "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+                 "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+                 "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+                 "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+                 "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+                 "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]),
+                 "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+                 "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]),
+                 "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]),
+                 "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]),
+                 "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]),
+                 "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]),
+                 "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]),
+                 "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]),
+                 "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]),
+                 "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]),
+                 "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]),
+                 "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]),
+                 "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]),
+                 "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]),
+                 "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]),
+                 "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]),
+                 "+f"(d[31][3])
+               : "l"(a), "l"(b), "r"(accumulate));
 #else
   (void)d;
   (void)a;
@@ -1139,10 +1148,11 @@ __device__ __forceinline__ void gemm_wgmma_rs(float (&d)[kN][4], const unsigned 
                    "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
                    "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
                    "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
-                   "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
-                   "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]),
-                   "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
-                   "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+                   "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]),
+                   "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+                   "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]),
+                   "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]),
+                   "+f"(d[15][2]), "+f"(d[15][3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
   else if constexpr (kN == 8)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
@@ -1186,7 +1196,8 @@ __device__ __forceinline__ void load_split_a(const float* slice, int k8, unsigne
 // big part, and small = rna(x - trunc(x)) leaves at most 2^-21 |x| (2^-22
 // with a rounded big part, which costs writing the slice back: about 8% of
 // the shared-memory traffic that bounds this loop; bench/NOTES.md v10).
-template <int kCount> __device__ __forceinline__ void split_floats(const float* slice, float* small) {
+template <int kCount>
+__device__ __forceinline__ void split_floats(const float* slice, float* small) {
   constexpr int kVectors = kCount / 4;
   static_assert(!kWgmma || kVectors % kThreads == 0, "split vectors must divide evenly among the threads");
 #pragma unroll
@@ -1232,7 +1243,7 @@ __device__ __forceinline__ void issue_slice_wgmma_split(const float* slice, cons
     if (k8 >= 2)
       gemm_wgmma_wait<1>();
     load_split_a(slice, k8, a_big[k8 & 1], a_small[k8 & 1]);
-    gemm_wgmma_fence();                        // the fragments (and sums) were written by ordinary instructions
+    gemm_wgmma_fence(); // the fragments (and sums) were written by ordinary instructions
     const unsigned long long step = 2ull * k8; // 32 bytes in 16-byte units
     gemm_wgmma_rs(sums, a_small[k8 & 1], b + step);
     gemm_wgmma_rs(sums, a_big[k8 & 1], b_rest + step);
@@ -1579,8 +1590,8 @@ __device__ __forceinline__ void finish_staged_tile(const FusegenArgs& args, floa
 }
 
 // SIMT: stages a thread's 4x4 micro-tile, then finishes the tile.
-__device__ __forceinline__ void finish_tile(const FusegenArgs& args, float* smem, const GemmExtents& e, long long batch,
-                                            long long row_tile, long long m0, long long n0,
+__device__ __forceinline__ void finish_tile(const FusegenArgs& args, float* smem, const GemmExtents& e,
+                                            long long batch, long long row_tile, long long m0, long long n0,
                                             const float (&acc)[kMicro][kMicro]) {
   const int tx = threadIdx.x % kThreadCols, ty = threadIdx.x / kThreadCols;
 #pragma unroll
@@ -1626,7 +1637,7 @@ __device__ __forceinline__ void finish_block_tc(const FusegenArgs& args, float* 
     for (int tn = 0; tn < kBlockN / kTileN; ++tn) {
       const long long tile_m0 = m0 + tm * kTileM, tile_n0 = n0 + tn * kTileN;
       if (tile_m0 >= e.rows || tile_n0 >= e.cols)
-        continue;      // the same for every thread
+        continue; // the same for every thread
       __syncthreads(); // the previous tile's epilogue may still read shared memory
       stage_tile_tc(smem, acc, tm, tn);
       __syncthreads();
@@ -1735,7 +1746,8 @@ __device__ __forceinline__ void cluster_store(unsigned int address, float value)
 
 // f(accumulator, its staging offset) for each of this thread's accumulators:
 // element i of thread t is staged at i * kThreads + t.
-template <typename F> __device__ __forceinline__ void for_each_accumulator(float (&acc)[kFragsM][kFragsN][4], F f) {
+template <typename F>
+__device__ __forceinline__ void for_each_accumulator(float (&acc)[kFragsM][kFragsN][4], F f) {
 #pragma unroll
   for (int i = 0; i < kFragsM; ++i)
 #pragma unroll
