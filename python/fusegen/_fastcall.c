@@ -95,22 +95,41 @@ typedef struct {
   unsigned long long taken; /* calls this path ran (tests read it) */
 } Caller;
 
+/* Ranks the reader's paths take (more: read the Python way). */
+enum { kMaxRank = 16 };
+
 static PyObject* s_fast;
 static PyObject* s_out;
 static PyObject* s_python_call;
 
+/* Whether t's type is read directly (torch.Tensor's own descriptors, or the reader). */
+static int is_direct(const Caller* self, PyObject* t) {
+  PyObject* type = (PyObject*)Py_TYPE(t);
+  return type == self->direct_types[0] || type == self->direct_types[1];
+}
+
 /* t's accessor `which`: its value (a new reference) or NULL with an error. */
 static PyObject* read_accessor(Caller* self, PyObject* t, int which) {
-  PyObject* type = (PyObject*)Py_TYPE(t);
-  if (type == self->direct_types[0] || type == self->direct_types[1]) {
+  if (is_direct(self, t)) {
     PyObject* descriptor = self->accessors[which];
     if (accessor_is_method[which])
       return PyObject_Vectorcall(descriptor, &t, 1, NULL);
-    return Py_TYPE(descriptor)->tp_descr_get(descriptor, t, type);
+    return Py_TYPE(descriptor)->tp_descr_get(descriptor, t, (PyObject*)Py_TYPE(t));
   }
   if (accessor_is_method[which])
     return PyObject_CallMethodNoArgs(t, accessor_strings[which]);
   return PyObject_GetAttr(t, accessor_strings[which]);
+}
+
+/* Whether t's accessor `which` gives the object `expected` (float32, True):
+ * 1 or 0, or -1 with an error. */
+static int accessor_is(Caller* self, PyObject* t, int which, PyObject* expected) {
+  PyObject* value = read_accessor(self, t, which);
+  if (!value)
+    return -1;
+  const int same = value == expected;
+  Py_DECREF(value);
+  return same;
 }
 
 /* Whether `t` is a float32, contiguous torch tensor on the caller's device;
@@ -119,11 +138,10 @@ static PyObject* read_accessor(Caller* self, PyObject* t, int which) {
 static int usable_tensor(Caller* self, PyObject* t, PyObject** shape, void** data) {
   if (!PyObject_TypeCheck(t, (PyTypeObject*)self->tensor_type))
     return 0;
-  PyObject* type = (PyObject*)Py_TYPE(t);
-  if (self->reader && (type == self->direct_types[0] || type == self->direct_types[1])) {
-    int64_t sizes[16];
+  if (self->reader && is_direct(self, t)) {
+    int64_t sizes[kMaxRank];
     int rank = 0;
-    if (self->reader->read(t, self->device, data, sizes, 16, &rank)) {
+    if (self->reader->read(t, self->device, data, sizes, kMaxRank, &rank)) {
       *shape = PyTuple_New(rank); /* equal to t.shape (a tuple subclass), and hashed alike */
       if (!*shape)
         return -1;
@@ -139,20 +157,11 @@ static int usable_tensor(Caller* self, PyObject* t, PyObject** shape, void** dat
     }
     /* Not the common case: the accessors below find out why. */
   }
-  PyObject* dtype = read_accessor(self, t, kDtype);
-  if (!dtype)
-    return -1;
-  int is_float32 = dtype == self->float32;
-  Py_DECREF(dtype);
-  if (!is_float32)
-    return 0;
-  PyObject* is_cuda = read_accessor(self, t, kIsCuda);
-  if (!is_cuda)
-    return -1;
-  const int on_cuda = is_cuda == Py_True;
-  Py_DECREF(is_cuda);
-  if (!on_cuda)
-    return 0;
+  int usable = accessor_is(self, t, kDtype, self->float32);
+  if (usable > 0)
+    usable = accessor_is(self, t, kIsCuda, Py_True);
+  if (usable <= 0)
+    return usable;
   PyObject* device = read_accessor(self, t, kGetDevice);
   if (!device)
     return -1;
@@ -162,13 +171,9 @@ static int usable_tensor(Caller* self, PyObject* t, PyObject** shape, void** dat
     return -1;
   if (index != self->device)
     return 0;
-  PyObject* contiguous = read_accessor(self, t, kIsContiguous);
-  if (!contiguous)
-    return -1;
-  int is_contiguous = contiguous == Py_True;
-  Py_DECREF(contiguous);
-  if (!is_contiguous)
-    return 0;
+  usable = accessor_is(self, t, kIsContiguous, Py_True);
+  if (usable <= 0)
+    return usable;
   PyObject* pointer = read_accessor(self, t, kDataPtr);
   if (!pointer)
     return -1;
@@ -222,9 +227,9 @@ static int given_outputs(Caller* self, PyObject* out, PyObject* results, void** 
  * make it (then torch's Python functions do, and raise torch's own errors),
  * NULL with an error set for a shape that is not a tuple of ints. */
 static PyObject* empty_with_torch(Caller* self, PyObject* shape, void** data) {
-  int64_t sizes[16];
+  int64_t sizes[kMaxRank];
   const Py_ssize_t rank = PyTuple_GET_SIZE(shape);
-  if (rank > 16)
+  if (rank > kMaxRank)
     return NULL;
   for (Py_ssize_t d = 0; d < rank; ++d) {
     sizes[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
