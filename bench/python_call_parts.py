@@ -37,7 +37,8 @@ def main():
 
     def attribute_reads():
         for t in (a, b, y):
-            _ = isinstance(t, tensor_type) and t.dtype is f32 and t.get_device() == 0 and t.is_contiguous()
+            _ = isinstance(t, tensor_type) and t.dtype is f32 and t.is_cuda and t.get_device() == 0 \
+                and t.is_contiguous()
             _ = t.shape, t.data_ptr()
 
     def ctypes_call():
@@ -52,6 +53,7 @@ def main():
         ("torch.empty_like", lambda: torch.empty_like(y)),
         ("attribute reads of 3 tensors", attribute_reads),
         ("t.dtype", lambda: a.dtype),
+        ("t.is_cuda", lambda: a.is_cuda),
         ("t.get_device()", lambda: a.get_device()),
         ("t.is_contiguous()", lambda: a.is_contiguous()),
         ("t.data_ptr()", lambda: a.data_ptr()),
