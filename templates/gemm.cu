@@ -25,7 +25,8 @@
 // row blocks, z over batches; y and z loop with the grid's stride, so any
 // extent fits. With split-K (kSplitK > 1, sm_90) a cluster of kSplitK blocks
 // along x shares each output block, each block a share of the k slices, and
-// the sums meet in distributed shared memory (reduce_split_k()).
+// the sums meet in distributed shared memory (reduce_split_k(), or
+// finish_split_share() where each block finishes a share of the tile).
 //
 // The epilogue works on kTileM x kTileN (64x64) tiles: a block is 1, 2 or 4 of
 // them, finished one after another. Each tile's accumulators go through shared
