@@ -130,6 +130,14 @@
 //                                  raster_block() says; a split tail the
 //                                  same), so a wave reads fewer column blocks
 //                                  of B (bench/NOTES.md v25)
+//   "wait_late"     constexpr bool kWaitLate  the kernel before this one (a
+//                                  programmatic dependent launch) writes
+//                                  nothing the products read: the entry lets
+//                                  the next kernel start and each block waits
+//                                  for the one before (fusegen_grid_wait)
+//                                  after its products, before its epilogue
+//                                  writes anything, so that its k loop runs
+//                                  beside that kernel (bench/NOTES.md v29)
 //   "stages"        constexpr int kStages   slices in flight on the cp.async
 //                                  path (tensor cores, vector operands along k)
 //   "shared_floats" constexpr int kDynamicSharedFloats  the launch's dynamic
@@ -263,6 +271,8 @@ FUSEGEN_HOOK("block_end") constexpr int kBlockEnd = 0;
 FUSEGEN_HOOK("block_begin") constexpr int kBlockBegin = 0;
 
 FUSEGEN_HOOK("raster_rows") constexpr int kRasterRows = 0;
+
+FUSEGEN_HOOK("wait_late") constexpr bool kWaitLate = false;
 
 FUSEGEN_HOOK("epilogue")
 __device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n,
@@ -1609,6 +1619,8 @@ __device__ __forceinline__ void tensor_core_block(const FusegenArgs& args, float
     accumulate_block_async(args, smem, e, batch, m0, n0, acc);
   else
     accumulate_block_tc(args, smem, e, batch, m0, n0, acc);
+  if constexpr (kWaitLate)
+    fusegen_grid_wait();
   if constexpr (kSplitShares) {
     finish_split_share(args, smem, e, batch, m0, n0, acc);
     return;
@@ -1681,6 +1693,8 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
       if constexpr (kInnerProduct == 0) {
         float acc[kMicro][kMicro] = {};
         accumulate_tile(args, smem, e, batch, m0, n0, acc);
+        if constexpr (kWaitLate)
+          fusegen_grid_wait();
         finish_tile(args, smem, e, batch, m0 / kBlockM, m0, n0, acc);
       } else {
         tensor_core_block(args, smem, e, batch, m0, n0);

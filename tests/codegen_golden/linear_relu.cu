@@ -29,14 +29,16 @@ struct FusegenArgs {
   long long dim[8];
 };
 
-// fusegen_grid_dependencies() is the first thing in every generated kernel.
+// fusegen_grid_dependencies() is the first thing in most generated kernels.
 // The runtime launches each kernel of a fusion after the first as a
 // programmatic dependent launch (sm_90): it may start while the kernel
 // before it still runs, and waits (fusegen_grid_wait) until that grid has
 // finished and its memory writes are visible. Then it lets the kernel after
 // it start early in turn (which waits the same way). A GEMM's split tail
 // reads nothing the kernel before it writes: it lets the next start first
-// and waits last. Without such a launch these are no-ops.
+// and waits last. So does a GEMM whose products read nothing the kernels
+// before it write, which also waits before its epilogue (gemm.cu
+// "wait_late"). Without such a launch these are no-ops.
 __device__ __forceinline__ void fusegen_grid_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -339,6 +341,14 @@ namespace fusegen_linear_relu_k0_impl {
 //                                  raster_block() says; a split tail the
 //                                  same), so a wave reads fewer column blocks
 //                                  of B (bench/NOTES.md v25)
+//   "wait_late"     constexpr bool kWaitLate  the kernel before this one (a
+//                                  programmatic dependent launch) writes
+//                                  nothing the products read: the entry lets
+//                                  the next kernel start and each block waits
+//                                  for the one before (fusegen_grid_wait)
+//                                  after its products, before its epilogue
+//                                  writes anything, so that its k loop runs
+//                                  beside that kernel (bench/NOTES.md v29)
 //   "stages"        constexpr int kStages   slices in flight on the cp.async
 //                                  path (tensor cores, vector operands along k)
 //   "shared_floats" constexpr int kDynamicSharedFloats  the launch's dynamic
@@ -477,6 +487,8 @@ constexpr int kBlockEnd = 0;
 constexpr int kBlockBegin = 0;
 
 constexpr int kRasterRows = 16;
+
+constexpr bool kWaitLate = true;
 
 __device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n, float acc) {
   (void)batch;
@@ -1825,6 +1837,8 @@ __device__ __forceinline__ void tensor_core_block(const FusegenArgs& args, float
     accumulate_block_async(args, smem, e, batch, m0, n0, acc);
   else
     accumulate_block_tc(args, smem, e, batch, m0, n0, acc);
+  if constexpr (kWaitLate)
+    fusegen_grid_wait();
   if constexpr (kSplitShares) {
     finish_split_share(args, smem, e, batch, m0, n0, acc);
     return;
@@ -1897,6 +1911,8 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
       if constexpr (kInnerProduct == 0) {
         float acc[kMicro][kMicro] = {};
         accumulate_tile(args, smem, e, batch, m0, n0, acc);
+        if constexpr (kWaitLate)
+          fusegen_grid_wait();
         finish_tile(args, smem, e, batch, m0 / kBlockM, m0, n0, acc);
       } else {
         tensor_core_block(args, smem, e, batch, m0, n0);
@@ -1906,8 +1922,9 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
 
 extern "C" {
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM) fusegen_linear_relu_k0(const FusegenArgs args) {
-  fusegen_grid_dependencies();
+  fusegen_grid_launch_dependents();
   gemm_main(args);
+  fusegen_grid_wait();
 }
 }
 } // namespace fusegen_linear_relu_k0_impl

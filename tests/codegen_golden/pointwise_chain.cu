@@ -29,14 +29,16 @@ struct FusegenArgs {
   long long dim[8];
 };
 
-// fusegen_grid_dependencies() is the first thing in every generated kernel.
+// fusegen_grid_dependencies() is the first thing in most generated kernels.
 // The runtime launches each kernel of a fusion after the first as a
 // programmatic dependent launch (sm_90): it may start while the kernel
 // before it still runs, and waits (fusegen_grid_wait) until that grid has
 // finished and its memory writes are visible. Then it lets the kernel after
 // it start early in turn (which waits the same way). A GEMM's split tail
 // reads nothing the kernel before it writes: it lets the next start first
-// and waits last. Without such a launch these are no-ops.
+// and waits last. So does a GEMM whose products read nothing the kernels
+// before it write, which also waits before its epilogue (gemm.cu
+// "wait_late"). Without such a launch these are no-ops.
 __device__ __forceinline__ void fusegen_grid_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");

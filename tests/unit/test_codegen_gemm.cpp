@@ -1098,6 +1098,44 @@ TEST(CodegenGemm, RastersTensorCoreGridsOnSm90) {
   expect_compiles(gemm_source(tail), "raster", false);
 }
 
+// A GEMM whose products read nothing a kernel before it in the call writes
+// lets the next kernel start at once and waits for the one before only after
+// its products, before its epilogue, and again at its end
+// (templates/gemm.cu "wait_late"): chain 75's GEMM runs its k loop beside
+// the fill of its row minimum. Where a kernel before it writes its operand,
+// or its own pass splits B first, it waits first.
+TEST(CodegenGemm, WaitsLateWhereNoKernelBeforeItWritesWhatItReads) {
+  auto entry_of = [](const std::string& text) { return text.substr(text.find("__global__ void")); };
+  const std::string chain75 =
+      read_file(std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/small/75_gemm_groupnorm_min_biasadd.fg");
+  const GeneratedCode small = generate(plans_of(chain75, {{"N", 128}}));
+  EXPECT_EQ(launch_of(small, 0, 0).fills.size(), 1u) << "+inf before the row minimum, launched before the GEMM";
+  const std::string gemm = kernel_text(small, "gemm_groupnorm_min_biasadd_k0");
+  EXPECT_EQ(constant_of(gemm, "kWaitLate"), "true");
+  EXPECT_TRUE(contains(entry_of(gemm), "fusegen_grid_launch_dependents();\n  gemm_main(args);\n  fusegen_grid_wait();"))
+      << entry_of(gemm);
+  expect_compiles(gemm_source(small), "wait late", false);
+
+  const std::string chain39 =
+      read_file(std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/39_gemm_scale_batchnorm.fg");
+  const GeneratedCode split_b = generate(plans_of(chain39, {{"N", 16384}}));
+  for (const char* kernel : {"gemm_scale_batchnorm_k0", "gemm_scale_batchnorm_k0_tail"})
+    EXPECT_EQ(constant_of(kernel_text(split_b, kernel), "kWaitLate"), "false") << kernel;
+  EXPECT_TRUE(contains(entry_of(kernel_text(split_b, "gemm_scale_batchnorm_k0")),
+                       "fusegen_grid_dependencies();\n  gemm_main(args);"));
+
+  const GeneratedCode after_softmax = generate(plans_of(R"(
+fusion f {
+  input  x : f32[N, 64]
+  param  w : f32[32, 64]
+  h = softmax(x, dim=1)
+  output y = linear(h, w)
+}
+)",
+                                                        {{"N", 128}}));
+  EXPECT_EQ(constant_of(kernel_text(after_softmax, "f_k1"), "kWaitLate"), "false");
+}
+
 // A strict linear over 8192 rows or more (the planner's scratch) on wgmma
 // splits its weight into tf32 parts in a pass before the GEMM, which copies
 // the small parts per slice beside B instead of splitting B in every block

@@ -677,6 +677,26 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g)
   return v;
 }
 
+// ---- where the GEMM waits for the kernel before it ----
+
+// The GEMM's products read only what no kernel before it in the call writes
+// (no earlier kernel writes a buffer it reads, and no pass of its own splits
+// B first): it waits for the kernel before it after its products, before its
+// epilogue writes anything (templates/gemm.cu "wait_late"), so that its k
+// loop runs beside that kernel. Its fills (+inf before a row minimum) are
+// written by the kernel just before it and read by the epilogue only.
+// bench/NOTES.md v29 (chain 75 small).
+bool waits_late(const EmitContext& ctx, const GemmVariant& v) {
+  if (v.b_split)
+    return false;
+  const std::vector<BufferId>& reads = ctx.step().reads;
+  for (size_t k = 0; k < ctx.kernel_index(); ++k)
+    for (BufferId written : ctx.plan().kernels[k].writes)
+      if (std::binary_search(reads.begin(), reads.end(), written))
+        return false;
+  return true;
+}
+
 // ---- B split once per call ----
 
 // A strict linear the planner gave scratch for (many rows) whose products
@@ -911,8 +931,11 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   Params row_params = batch_args;
   row_params.list.push_back({"long long", "m"});
   hooks["reduce_slot"] = hook("float*", "reduce_slot", row_params, reduce_slot_body(ctx, s));
+  const bool wait_late = waits_late(ctx, variant);
+  hooks["wait_late"] = bool_hook("kWaitLate", wait_late);
   hooks["entry"] = entry_hook(ctx, "kThreads, kMinBlocksPerSM", "gemm_main(args);",
-                              variant.split_k > 1 ? "__cluster_dims__(kSplitK, 1, 1)" : "");
+                              variant.split_k > 1 ? "__cluster_dims__(kSplitK, 1, 1)" : "", "",
+                              wait_late ? GridWait::Last : GridWait::First);
 
   SizeExpr column_blocks = grid_stride_blocks(ctx, g.launch_cols, variant.block_n, kMaxGridX);
   if (variant.split_k > 1)
@@ -944,6 +967,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
     follower.hooks["shared_floats"] = constant_hook("kDynamicSharedFloats", static_cast<int>(split.shared_floats()));
     follower.hooks["block_end"] = constant_hook("kBlockEnd", 0);
     follower.hooks["block_begin"] = constant_hook("kBlockBegin", tail->first_block);
+    follower.hooks["wait_late"] = bool_hook("kWaitLate", false); // it waits at its end
     follower.hooks["entry"] = entry_hook(ctx, "kThreads, kMinBlocksPerSM", "gemm_main(args);",
                                          "__cluster_dims__(kSplitK, 1, 1)", follower.name_suffix, GridWait::Last);
     follower.launch.cluster = split.split_k;

@@ -22,6 +22,8 @@ std::string args_function_hook(const std::string& return_type, const std::string
 // reads what the one before wrote; or last, for a kernel that reads nothing
 // the one before writes (a GEMM's split tail, which then runs beside that
 // kernel's last wave), so that its end still means every grid before it ended.
+// A GEMM whose products read nothing the kernels before it write waits last
+// too, and also in each block before its epilogue (gemm.cu "wait_late").
 enum class GridWait { First, Last };
 // The renamed `__global__` entry calling the template's main function; its
 // name is the kernel's name + name_suffix.

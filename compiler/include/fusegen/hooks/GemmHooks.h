@@ -43,6 +43,7 @@ inline constexpr HookSpec kGemmHooks[] = {
     {"block_end", HookKind::Constant, "kBlockEnd", "const int"},
     {"block_begin", HookKind::Constant, "kBlockBegin", "const int"},
     {"raster_rows", HookKind::Constant, "kRasterRows", "const int"},
+    {"wait_late", HookKind::Constant, "kWaitLate", "const bool"},
     {"epilogue", HookKind::Function, "epilogue", "float (const FusegenArgs &, long long, long long, long long, float)"},
     {"norm_apply", HookKind::Function, "norm_apply",
      "float (const FusegenArgs &, long long, long long, long long, float)"},
