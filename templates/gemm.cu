@@ -70,7 +70,12 @@
 //                                              the output is contiguous along m, as
 //                                              conv2d's pixels) or columns (false)
 //   "norm_group"    constexpr int kNormGroup   0, or G of the fused row norm
-//   "norm_eps"      constexpr float kNormEps   eps of the fused row norm
+//   "column_norm"   constexpr bool kColumnNorm  a fused column norm (training
+//                                  batch_norm): the block holds every row of
+//                                  its columns, normalizes each column over
+//                                  them and calls column_stats() once per
+//                                  column (tensor cores, kBlockN == kTileN)
+//   "norm_eps"      constexpr float kNormEps   eps of the fused row or column norm
 //   "stats_group"   constexpr int kStatsGroup  0, or S of the partial statistics
 //   "row_reduce"    constexpr int kRowReduce   0 none, 1 min, 2 max
 //   "rows" / "cols" / "depth" / "batches"
@@ -156,6 +161,9 @@
 //                                  (64 rows) row_tile
 //   "reduce_slot"   float* reduce_slot(args, batch, m)  the row reduction's
 //                                  output element of row m
+//   "column_stats"  void column_stats(args, batch, n, count, mean, m2)  the
+//                                  column norm's statistics of column n over
+//                                  count rows (running stats updates)
 //   "entry"         the __global__ kernel; the generator renames it
 //
 // Defaults below: C[M, N] = A[M, K] * B[K, N] with A = buf[0], B = buf[1],
@@ -187,6 +195,8 @@ FUSEGEN_HOOK("b_along_k") constexpr bool kLoadBAlongK = false;
 FUSEGEN_HOOK("epilogue_along_m") constexpr bool kEpilogueAlongM = false;
 
 FUSEGEN_HOOK("norm_group") constexpr int kNormGroup = 0;
+
+FUSEGEN_HOOK("column_norm") constexpr bool kColumnNorm = false;
 
 FUSEGEN_HOOK("norm_eps") constexpr float kNormEps = 1e-5f;
 
@@ -304,6 +314,17 @@ __device__ __forceinline__ float* reduce_slot(const FusegenArgs& args, long long
   return args.buf[4] + m;
 }
 
+FUSEGEN_HOOK("column_stats")
+__device__ __forceinline__ void column_stats(const FusegenArgs& args, long long batch, long long n, float count,
+                                             float mean, float m2) {
+  (void)args;
+  (void)batch;
+  (void)n;
+  (void)count;
+  (void)mean;
+  (void)m2;
+}
+
 // ---- fixed geometry ----
 
 static_assert(kTileM == 64 && kTileN == 64 && kThreads == 256,
@@ -353,6 +374,12 @@ constexpr int kPartRows = kTileM / kParts;       // 16 rows per statistics part
 constexpr int kPartCols = kTileN / kParts;       // 16 columns per norm part
 constexpr int kScratchOffset = kTileM * kTileStride;
 constexpr int kEpilogueFloats = kScratchOffset + kParts * kTileN + kTileN;
+// kColumnNorm stages the block's tiles one below the other (every row of its
+// columns).
+constexpr int kColumnNormFloats = kBlockM * kTileStride;
+static_assert(!kColumnNorm || (kInnerProduct != 0 && kBlockN == kTileN && !kEpilogueAlongM && kNormGroup == 0 &&
+                               kStatsGroup == 0 && kRowReduce == 0 && kDynamicSharedFloats >= kColumnNormFloats),
+              "a column norm takes tensor-core blocks one tile wide and their staging room, alone");
 constexpr int kSharedFloats = 2 * kSliceFloats > kEpilogueFloats ? 2 * kSliceFloats : kEpilogueFloats;
 // Tensor cores: the same in dynamic shared memory (the launch gives
 // kDynamicSharedFloats).
@@ -1422,22 +1449,101 @@ __device__ __forceinline__ void stage_tile_tc(float* smem, const float (&acc)[kF
     }
 }
 
+// kColumnNorm: normalizes columns [first_col, first_col + kCols) of the
+// staged block (rows one below the other, [kBlockM][kTileStride]) in place
+// over their valid_rows rows: a warp per column, two passes (the mean, then
+// the squared deviations about it, each summed over the lanes in a fixed
+// order); lane 0 hands the column's statistics to column_stats(). Columns
+// outside the problem are normalized too but never stored.
+template <int kCols>
+__device__ __forceinline__ void normalize_columns(const FusegenArgs& args, float* smem, long long batch, long long n0,
+                                                  long long cols, int valid_rows, int first_col) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const float count = static_cast<float>(valid_rows);
+#pragma unroll 1
+  for (int column = first_col + warp; column < first_col + kCols; column += kThreads / 32) {
+    float* values = smem + column;
+    float sum = 0.0f;
+    for (int row = lane; row < valid_rows; row += 32)
+      sum += values[row * kTileStride];
+    const float mean = fusegen_team_sum<32>(sum) / count;
+    float squares = 0.0f;
+    for (int row = lane; row < valid_rows; row += 32) {
+      const float d = values[row * kTileStride] - mean;
+      squares = fmaf(d, d, squares);
+    }
+    const float m2 = fusegen_team_sum<32>(squares);
+    // 1/sqrt of the biased variance, as the finalize kernel computes it.
+    const float rstd = 1.0f / sqrtf(fmaxf(m2 / count, 0.0f) + kNormEps);
+    for (int row = lane; row < valid_rows; row += 32)
+      values[row * kTileStride] = (values[row * kTileStride] - mean) * rstd;
+    if (lane == 0 && n0 + column < cols)
+      column_stats(args, batch, n0 + column, count, mean, m2);
+  }
+}
+
+// kColumnNorm: finishes columns [first_col, first_col + kCols) of the staged
+// block, which holds every row of them (the planner gives such a kernel
+// blocks that do): epilogue(), the column norm, norm_apply().
+template <int kCols>
+__device__ __forceinline__ void finish_column_norm(const FusegenArgs& args, float* smem, const GemmExtents& e,
+                                                   long long batch, long long m0, long long n0, int first_col) {
+  const int valid_rows = static_cast<int>(e.rows - m0 < kBlockM ? e.rows - m0 : kBlockM);
+  const int valid_cols = static_cast<int>(e.cols - n0 < kTileN ? e.cols - n0 : kTileN);
+#pragma unroll 1
+  for (int index = threadIdx.x; index < valid_rows * kCols; index += kThreads) {
+    const int r = index / kCols, c = first_col + index % kCols;
+    float* value = smem + r * kTileStride + c;
+    *value = c < valid_cols ? epilogue(args, batch, m0 + r, n0 + c, *value) : 0.0f;
+  }
+  __syncthreads();
+  normalize_columns<kCols>(args, smem, batch, n0, e.cols, valid_rows, first_col);
+  __syncthreads();
+#pragma unroll 1
+  for (int index = threadIdx.x; index < valid_rows * kCols; index += kThreads) {
+    const int r = index / kCols, c = first_col + index % kCols;
+    if (c < valid_cols)
+      norm_apply(args, batch, m0 + r, n0 + c, smem[r * kTileStride + c]);
+  }
+}
+
+// Stages the block's accumulators: one epilogue tile, or with kColumnNorm
+// every tile of the block one below the other.
+__device__ __forceinline__ void stage_block_tc(float* smem, const float (&acc)[kFragsM][kFragsN][4]) {
+  if constexpr (kColumnNorm) {
+#pragma unroll 1
+    for (int tm = 0; tm < kBlockM / kTileM; ++tm)
+      stage_tile_tc(smem + tm * kTileM * kTileStride, acc, tm, 0);
+  } else {
+    stage_tile_tc(smem, acc, 0, 0);
+  }
+}
+
 // Tensor cores: finishes the block's epilogue tiles one after another.
 __device__ __forceinline__ void finish_block_tc(const FusegenArgs& args, float* smem, const GemmExtents& e,
                                                 long long batch, long long m0, long long n0,
                                                 const float (&acc)[kFragsM][kFragsN][4]) {
+  if constexpr (kColumnNorm) {
+    if (m0 >= e.rows || n0 >= e.cols)
+      return;        // the same for every thread
+    __syncthreads(); // shared memory may still hold the last k slices or the cluster's sums
+    stage_block_tc(smem, acc);
+    __syncthreads();
+    finish_column_norm<kTileN>(args, smem, e, batch, m0, n0, 0);
+  } else {
 #pragma unroll 1
-  for (int tm = 0; tm < kBlockM / kTileM; ++tm)
+    for (int tm = 0; tm < kBlockM / kTileM; ++tm)
 #pragma unroll 1
-    for (int tn = 0; tn < kBlockN / kTileN; ++tn) {
-      const long long tile_m0 = m0 + tm * kTileM, tile_n0 = n0 + tn * kTileN;
-      if (tile_m0 >= e.rows || tile_n0 >= e.cols)
-        continue; // the same for every thread
-      __syncthreads(); // the previous tile's epilogue may still read shared memory
-      stage_tile_tc(smem, acc, tm, tn);
-      __syncthreads();
-      finish_staged_tile(args, smem, e, batch, tile_m0 / kTileM, tile_m0, tile_n0);
-    }
+      for (int tn = 0; tn < kBlockN / kTileN; ++tn) {
+        const long long tile_m0 = m0 + tm * kTileM, tile_n0 = n0 + tn * kTileN;
+        if (tile_m0 >= e.rows || tile_n0 >= e.cols)
+          continue;      // the same for every thread
+        __syncthreads(); // the previous tile's epilogue may still read shared memory
+        stage_tile_tc(smem, acc, tm, tn);
+        __syncthreads();
+        finish_staged_tile(args, smem, e, batch, tile_m0 / kTileM, tile_m0, tile_n0);
+      }
+  }
 }
 
 // ---- split-K across a thread-block cluster (kSplitK > 1, sm_90) ----
@@ -1471,11 +1577,14 @@ static_assert(kSplitK == 1 ||
                   (kBlockM * kBlockN % (kSplitK * kThreads) == 0 && kDynamicSharedFloats >= kBlockM * kBlockN),
               "split-K stages the block's accumulators in shared memory");
 constexpr bool kSplitOneTile = kSplitK > 1 && !kEpilogueAlongM && kBlockM == kTileM && kBlockN == kTileN;
-constexpr bool kSplitRows = kSplitOneTile && kStatsGroup == 0;
+constexpr bool kSplitRows = kSplitOneTile && kStatsGroup == 0 && !kColumnNorm;
 constexpr bool kSplitCols = kSplitOneTile && kStatsGroup > 0 && (kTileN / kSplitK) % kStatsGroup == 0;
-constexpr bool kSplitShares = kSplitRows || kSplitCols;
-constexpr int kShareRows = kSplitRows ? kTileM / kSplitK : kTileM; // a rank's share of the tile
-constexpr int kShareCols = kSplitCols ? kTileN / kSplitK : kTileN;
+// A column norm's block is every row of one tile's columns: each rank
+// finishes 1/kSplitK of them.
+constexpr bool kSplitColumnNorm = kSplitK > 1 && kColumnNorm;
+constexpr bool kSplitShares = kSplitRows || kSplitCols || kSplitColumnNorm;
+constexpr int kShareRows = kSplitRows ? kTileM / kSplitK : kSplitColumnNorm ? kBlockM : kTileM; // a rank's share
+constexpr int kShareCols = kSplitCols || kSplitColumnNorm ? kTileN / kSplitK : kTileN;
 // normalize_tile and reduce_tile_rows skip rows a warp at a time (a warp
 // covers 32 / kParts rows), so a rank's rows are whole warps'.
 static_assert(!kSplitShares || (kShareRows % (32 / kParts) == 0 && kShareRows * kShareCols % kThreads == 0),
@@ -1586,10 +1695,11 @@ __device__ __forceinline__ bool reduce_split_k(float* smem, float (&acc)[kFragsM
 __device__ __forceinline__ void finish_split_share(const FusegenArgs& args, float* smem, const GemmExtents& e,
                                                    long long batch, long long m0, long long n0,
                                                    const float (&acc)[kFragsM][kFragsN][4]) {
-  stage_tile_tc(smem, acc, 0, 0);
+  stage_block_tc(smem, acc);
   cluster_sync(); // every rank's tile is staged
   const int rank = static_cast<int>(cluster_rank());
-  const int first_row = kSplitRows ? rank * kShareRows : 0, first_col = kSplitCols ? rank * kShareCols : 0;
+  const int first_row = kSplitRows ? rank * kShareRows : 0;
+  const int first_col = kSplitCols || kSplitColumnNorm ? rank * kShareCols : 0;
 #pragma unroll
   for (int v = 0; v < kShareRows * kShareCols / kThreads; ++v) {
     const int index = v * kThreads + static_cast<int>(threadIdx.x);
@@ -1602,8 +1712,12 @@ __device__ __forceinline__ void finish_split_share(const FusegenArgs& args, floa
   }
   cluster_arrive(); // this rank reads no other rank's shared memory from here on
   __syncthreads();
-  if (m0 < e.rows && n0 < e.cols) // the same for every rank
-    finish_staged_tile<kShareRows, kShareCols>(args, smem, e, batch, m0 / kTileM, m0, n0, first_row, first_col);
+  if (m0 < e.rows && n0 < e.cols) { // the same for every rank
+    if constexpr (kColumnNorm)
+      finish_column_norm<kShareCols>(args, smem, e, batch, m0, n0, first_col);
+    else
+      finish_staged_tile<kShareRows, kShareCols>(args, smem, e, batch, m0 / kTileM, m0, n0, first_row, first_col);
+  }
   cluster_wait();
 }
 

@@ -1087,7 +1087,7 @@ TEST(CodegenGemm, RastersTensorCoreGridsOnSm90) {
       << "the kernel checks the batch and grid.y itself";
   CodegenOptions split;
   split.gemm_block = GemmBlock{128, 128, 2};
-  Result<GeneratedCode> split_k = generate_cuda(plans_of(spec, {{"N", 128}}), split);
+  Result<GeneratedCode> split_k = generate_cuda(plans_of(spec, {{"N", 256}}), split);
   ASSERT_TRUE(split_k) << split_k.error();
   EXPECT_EQ(constant_of(kernel_text(split_k.value(), "gemm_scale_batchnorm_k0"), "kSplitK"), "2");
   EXPECT_EQ(constant_of(kernel_text(split_k.value(), "gemm_scale_batchnorm_k0"), "kRasterRows"), "0");
@@ -1134,6 +1134,41 @@ fusion f {
 )",
                                                         {{"N", 128}}));
   EXPECT_EQ(constant_of(kernel_text(after_softmax, "f_k1"), "kWaitLate"), "false");
+}
+
+// A training batch_norm fused into its GEMM (the planner's rule: one block
+// holds every row) takes blocks one tile wide that hold all the rows, 128x64
+// at 128 rows and 64x64 up to 64, split over k as any small launch; the
+// block's running stats updates come through column_stats (templates/gemm.cu
+// "column_norm"). A forced block that cannot hold the rows is refused.
+TEST(CodegenGemm, FusedBatchNormTakesBlocksHoldingEveryRow) {
+  const std::string spec =
+      read_file(std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/small/39_gemm_scale_batchnorm.fg");
+  const GeneratedCode rows128 = generate(plans_of(spec, {{"N", 128}}));
+  ASSERT_EQ(gemm_kernel_count(rows128), 1u);
+  const std::string k0 = kernel_text(rows128, "gemm_scale_batchnorm_k0");
+  EXPECT_EQ(constant_of(k0, "kColumnNorm"), "true");
+  EXPECT_EQ(constant_of(k0, "kBlockM"), "128");
+  EXPECT_EQ(constant_of(k0, "kBlockN"), "64");
+  EXPECT_EQ(constant_of(k0, "kSplitK"), "8");
+  EXPECT_TRUE(contains(k0, "const FusegenWelford total{count, mean, m2};")) << k0;
+  EXPECT_TRUE(contains(k0, "args.buf[6][n] = 0.899999976f * args.buf[6][n] + 0.100000001f * mean;")) << k0;
+  EXPECT_EQ(launch_of(rows128, 0, 0).shared_bytes, std::stoll(constant_of(k0, "kDynamicSharedFloats")) * 4);
+  expect_compiles(gemm_source(rows128), "column norm", false);
+  EXPECT_EQ(constant_of(kernel_text(generate(plans_of(spec, {{"N", 64}})), "gemm_scale_batchnorm_k0"), "kBlockM"),
+            "64");
+  EXPECT_EQ(
+      constant_of(kernel_text(generate(plans_of(spec, {{"N", 100}}), Precision::TF32, 80), "gemm_scale_batchnorm_k0"),
+                  "kColumnNorm"),
+      "true");
+  CodegenOptions forced;
+  forced.gemm_block = GemmBlock{64, 64, 8};
+  Result<GeneratedCode> refused = generate_cuda(plans_of(spec, {{"N", 128}}), forced);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(contains(refused.error(), "a fused batch_norm takes blocks 64 columns wide that hold all 128 rows"))
+      << refused.error();
+  EXPECT_EQ(constant_of(kernel_text(generate(plans_of(spec, {{"N", 129}})), "gemm_scale_batchnorm_k0"), "kColumnNorm"),
+            "false");
 }
 
 // A strict linear over 8192 rows or more (the planner's scratch) on wgmma

@@ -87,10 +87,30 @@ TEST(Planner, Chain39IsGemmStatsFinalizeApply) {
   EXPECT_EQ(written, (std::vector<std::string>{"running_mean", "running_var", "stats_2"}));
 }
 
-// At KernelBench's small batch (128 rows: two row tiles) the apply merges
-// the partials itself and updates the running stats: no finalize kernel.
-TEST(Planner, Chain39AtFewRowsIsGemmThenApply) {
-  Plan plan = plan_fusion(compile_one(read("specs/kernelbench/small/39_gemm_scale_batchnorm.fg"), {{"N", 128}}));
+// At KernelBench's small batch (128 rows) one GEMM block holds every row of
+// its columns: the batch_norm runs in the GEMM's epilogue, which reads and
+// writes the running stats; nothing goes through the workspace.
+TEST(Planner, Chain39AtABlocksRowsIsOneGemm) {
+  for (int64_t rows : {2, 64, 128}) {
+    Plan plan = plan_fusion(compile_one(read("specs/kernelbench/small/39_gemm_scale_batchnorm.fg"), {{"N", rows}}));
+    EXPECT_EQ(summary(plan), (Kernels{"gemm[linear,mul | batch_norm]"})) << rows;
+    std::vector<std::string> read, written;
+    for (BufferId id : plan.kernels[0].reads)
+      read.push_back(plan.buffer(id).name);
+    for (BufferId id : plan.kernels[0].writes)
+      written.push_back(plan.buffer(id).name);
+    EXPECT_EQ(read, (std::vector<std::string>{"x", "w", "b", "scale", "bn_w", "bn_b", "running_mean", "running_var"}))
+        << rows;
+    EXPECT_EQ(written, (std::vector<std::string>{"running_mean", "running_var", "y"})) << rows;
+  }
+}
+
+// Over 64 rows the block takes 128 rows only with operands that load as
+// 16-byte vectors (the depth a multiple of 4); else, and over 128 rows, the
+// GEMM emits partials. Up to 4 row tiles the apply merges them itself and
+// updates the running stats: no finalize kernel.
+TEST(Planner, BatchNormOverMoreRowsIsGemmThenApply) {
+  Plan plan = plan_fusion(compile_one(read("specs/kernelbench/small/39_gemm_scale_batchnorm.fg"), {{"N", 129}}));
   EXPECT_EQ(summary(plan), (Kernels{"gemm[linear,mul]", "elementwise[,batch_norm]"}));
   std::vector<std::string> read, written;
   for (BufferId id : plan.kernels[1].reads)
@@ -99,6 +119,19 @@ TEST(Planner, Chain39AtFewRowsIsGemmThenApply) {
     written.push_back(plan.buffer(id).name);
   EXPECT_EQ(read, (std::vector<std::string>{"bn_w", "bn_b", "running_mean", "running_var", "t9", "partials_2"}));
   EXPECT_EQ(written, (std::vector<std::string>{"running_mean", "running_var", "y"}));
+  const char* odd_depth = R"(fusion f {
+    input  x : f32[N, 30]
+    param  w : f32[16, 30]
+    state  rm : f32[16]
+    state  rv : f32[16]
+    output y = batch_norm(linear(x, w), rm, rv, training=true)
+  })";
+  EXPECT_EQ(summary(plan_fusion(compile_one(odd_depth, {{"N", 64}}))), (Kernels{"gemm[linear | batch_norm]"}));
+  EXPECT_EQ(summary(plan_fusion(compile_one(odd_depth, {{"N", 65}}))),
+            (Kernels{"gemm[linear]", "elementwise[,batch_norm]"}));
+  EXPECT_EQ(summary(plan_fusion(compile_one(odd_depth))),
+            (Kernels{"gemm[linear]", "stats-finalize[]", "elementwise[,batch_norm]"}))
+      << "rows unknown";
 }
 
 TEST(Planner, Chain85IsConvWithStatsThenPoolWithNormPrologue) {

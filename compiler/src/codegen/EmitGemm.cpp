@@ -5,6 +5,7 @@
 // [M, C] result) with its pointwise ops and a row min/max, or partial
 // statistics for a batch_norm (per row tile and column) or a group_norm after
 // conv2d (per sample, group and row tile). See docs/kernels-gemm.md.
+#include "codegen/BatchNormStats.h"
 #include "codegen/Emitters.h"
 #include "codegen/HookBody.h"
 #include "codegen/KernelParts.h"
@@ -357,11 +358,14 @@ enum class RowReduce { None = 0, Min = 1, Max = 2 };
 // What the kernel does after the contraction, read off its KernelStep.
 struct Stages {
   const Node* contraction = nullptr;
-  const Node* norm = nullptr;   // stage 1: group_norm / layer_norm over columns
+  const Node* norm = nullptr;   // stage 1: group_norm / layer_norm over columns, or batch_norm (column_norm)
   const Node* reduce = nullptr; // stage 2: min / max over dim 1
   const Node* stats = nullptr;  // stats_out: batch_norm or group_norm
   int64_t norm_group = 0, stats_group = 0;
   RowReduce row_reduce = RowReduce::None;
+  // A training batch_norm over the GEMM's rows, all of them in one block
+  // (the planner's rule; templates/gemm.cu "column_norm").
+  bool column_norm = false;
 };
 
 bool is_min_max(const std::string& op) { return op == "min" || op == "max" || op == "amin" || op == "amax"; }
@@ -376,12 +380,17 @@ Result<Stages> read_stages(const EmitContext& ctx, const GemmMapping& g) {
   s.contraction = &fusion.node(step.anchor());
   if (step.stages.size() >= 2) {
     s.norm = &fusion.node(step.stages[1].op);
-    if (s.norm->op != "group_norm" && s.norm->op != "layer_norm")
-      return Error{"internal error: GEMM epilogue stage " + s.norm->op + " is not a row norm"};
-    s.norm_group = plan::row_group_width(fusion, *s.norm);
-    if (s.norm_group <= 0 || kTile % s.norm_group != 0)
-      return Error{"internal error: " + s.norm->op + " groups do not fit a " + std::to_string(kTile) +
-                   "-wide tile"};
+    s.column_norm = s.norm->op == "batch_norm";
+    if (s.column_norm) {
+      if (step.stages.size() != 2 || step.stats_out != kNoId)
+        return Error{"internal error: a GEMM's fused batch_norm is its last stage"};
+    } else if (s.norm->op != "group_norm" && s.norm->op != "layer_norm") {
+      return Error{"internal error: GEMM epilogue stage " + s.norm->op + " is not a row or column norm"};
+    } else {
+      s.norm_group = plan::row_group_width(fusion, *s.norm);
+      if (s.norm_group <= 0 || kTile % s.norm_group != 0)
+        return Error{"internal error: " + s.norm->op + " groups do not fit a " + std::to_string(kTile) + "-wide tile"};
+    }
   }
   if (step.stages.size() == 3) {
     s.reduce = &fusion.node(step.stages[2].op);
@@ -530,6 +539,22 @@ std::vector<std::string> stats_slot_body(const EmitContext& ctx, const GemmMappi
   return body;
 }
 
+// The fused batch_norm's running stats from a column's statistics.
+Result<std::vector<std::string>> column_stats_body(const EmitContext& ctx, const Stages& s) {
+  std::vector<std::string> body = {"(void)args;",  "(void)batch;", "(void)n;",
+                                   "(void)count;", "(void)mean;",  "(void)m2;"};
+  if (!s.column_norm)
+    return body;
+  Result<std::vector<std::string>> updates = running_stat_updates(ctx, *s.norm, "n", "mean", "total");
+  if (!updates)
+    return Error{updates.error()};
+  if (updates.value().empty())
+    return body;
+  body.push_back("const FusegenWelford total{count, mean, m2};");
+  body.insert(body.end(), updates.value().begin(), updates.value().end());
+  return body;
+}
+
 std::vector<std::string> reduce_slot_body(const EmitContext& ctx, const Stages& s) {
   if (!s.reduce)
     return {"return nullptr;"};
@@ -543,6 +568,7 @@ std::vector<std::string> returns(const std::string& expr) { return {"return " + 
 struct GemmVariant {
   int inner_product = 0;
   int block_m = kTile, block_n = kTile;
+  bool column_norm = false; // the block's rows staged together (templates/gemm.cu "column_norm")
   int tile_k = kTileK;
   bool async = false; // cp.async pipeline: both operands vectors along k
   int stages = 2;
@@ -554,7 +580,9 @@ struct GemmVariant {
   int64_t shared_floats() const {
     if (inner_product == 0)
       return 0;
-    const int64_t epilogue = kTile * (kTile + 1) + (kThreads / kTile) * kTile + kTile;
+    // A column norm stages all the block's rows (templates/gemm.cu).
+    const int64_t epilogue = std::max<int64_t>(kTile * (kTile + 1) + (kThreads / kTile) * kTile + kTile,
+                                               column_norm ? int64_t{block_m} * (kTile + 1) : 0);
     if (async) {
       // mma.sync: rows padded by 4 floats. wgmma (sm_90a, 128-row blocks):
       // unpadded rows, 3xTF32's small parts of B for two slices (A is split
@@ -578,8 +606,9 @@ struct GemmVariant {
 // block: bigger blocks re-read A and B fewer times (128x128 halves the
 // traffic of 64x64), but a launch of a few big blocks leaves SMs idle.
 // Unknown extents (symbolic dims) take the largest block.
-Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g) {
+Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g, const Stages& s) {
   GemmVariant v;
+  v.column_norm = s.column_norm;
   v.inner_product = ctx.precision() == Precision::TF32 ? 2 : 1;
   // Deeper slices when loads are 16-byte vectors; element-wise operand loads
   // (conv2d's gather) need the staging registers for their addresses.
@@ -603,6 +632,9 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g)
   // 256 columns only for TF32 on wgmma (128 accumulators per thread, no room
   // for strict's separate sums). Empty when supported, else why not.
   auto unsupported = [&](int bm, int bn) -> std::string {
+    if (s.column_norm && (bn != kTile || !g.launch_rows.value || bm < *g.launch_rows.value))
+      return "a fused batch_norm takes blocks " + std::to_string(kTile) + " columns wide that hold all " +
+             (g.launch_rows.value ? std::to_string(*g.launch_rows.value) + " " : "") + "rows";
     if (gathers && bm * bn > 64 * 64)
       return "gathered operands take 64x64";
     if (v.inner_product == 1 && !wgmma && bm * bn > 128 * 64)
@@ -665,6 +697,8 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g)
     if (!blocks || *blocks >= kEnoughBlocks)
       break;
   }
+  if (std::string why = unsupported(v.block_m, v.block_n); !why.empty())
+    return Error{"no block of the GEMM template fits this kernel (" + why + ")"};
   // Still too few blocks: the largest split that keeps a launch within one
   // block per SM and gives every block at least two slices.
   const std::optional<int64_t> blocks = blocks_of(v.block_m, v.block_n);
@@ -889,7 +923,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks.insert(shared_hooks.begin(), shared_hooks.end());
   hooks["tile_m"] = constant_hook("kTileM", kTile);
   hooks["tile_n"] = constant_hook("kTileN", kTile);
-  Result<GemmVariant> chosen = choose_variant(ctx, g);
+  Result<GemmVariant> chosen = choose_variant(ctx, g, s);
   if (!chosen)
     return Error{chosen.error()};
   GemmVariant& variant = chosen.value();
@@ -922,6 +956,18 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["b_along_k"] = bool_hook("kLoadBAlongK", g.b_along_k);
   hooks["epilogue_along_m"] = bool_hook("kEpilogueAlongM", g.out_along_m);
   hooks["norm_group"] = constant_hook("kNormGroup", s.norm_group);
+  hooks["column_norm"] = bool_hook("kColumnNorm", s.column_norm);
+  Result<std::vector<std::string>> column_stats = column_stats_body(ctx, s);
+  if (!column_stats)
+    return Error{column_stats.error()};
+  hooks["column_stats"] = hook("void", "column_stats",
+                               Params{{{"const FusegenArgs&", "args"},
+                                       {"long long", "batch"},
+                                       {"long long", "n"},
+                                       {"float", "count"},
+                                       {"float", "mean"},
+                                       {"float", "m2"}}},
+                               column_stats.value());
   hooks["norm_eps"] = "constexpr float kNormEps = " + eps + ";";
   hooks["stats_group"] = constant_hook("kStatsGroup", s.stats_group);
   hooks["row_reduce"] = constant_hook("kRowReduce", static_cast<int>(s.row_reduce));

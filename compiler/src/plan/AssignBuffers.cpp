@@ -114,7 +114,16 @@ void assign_buffers(Plan& plan) {
       if (value_buffer[node.result] != kNoId)
         add_unique(step.writes, value_buffer[node.result]);
       // In-place updates (batch_norm running stats) happen where the op is
-      // finalized: the finalize kernel, not the apply kernel.
+      // finalized: the finalize kernel, not the apply kernel (below); or
+      // here, where the kernel computes the whole op (a GEMM's column norm).
+      if (id == step.stats_in || id == step.stats_out || !op_of(node).mutates)
+        continue;
+      const OpDef& op = op_of(node);
+      for (const std::string& param : op.mutates(node.attrs)) {
+        BufferId state = value_buffer[node.operands[static_cast<size_t>(op.tensor_slot(param))]];
+        add_unique(step.reads, state);
+        add_unique(step.writes, state);
+      }
     }
   }
 

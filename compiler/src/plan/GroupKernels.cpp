@@ -263,6 +263,8 @@ private:
       place_pointwise(node); // unreachable: eval batch_norm counts as pointwise
       return;
     }
+    if (try_fuse_batch_norm_into_gemm(node))
+      return;
     ValueId input = node.operands[0];
     int k = kernel_with_tail(input);
     bool from_gemm = false;
@@ -286,6 +288,52 @@ private:
     kernels_[static_cast<size_t>(f)].step.stats_in = node.id;
     note(f, "combines the partials (Chan), writes mean and 1/std, updates running_mean and running_var");
     start_stats_apply(node, kApplyFinalizedNote);
+  }
+
+  // The most rows a GEMM block holds (templates/gemm.cu: 128-row blocks take
+  // operands that load as 16-byte vectors, 64-row blocks any).
+  static constexpr int64_t kBlockRowsMax = 128;
+
+  // Whether the GEMM's operands load as vectors: their contiguous extents
+  // (linear's depth; matmul's depth and columns) are known multiples of 4, as
+  // EmitGemm's operand mapping requires of 128-row blocks.
+  bool gemm_loads_vectors(const Open& open) const {
+    const Node& contraction = stage_op(open, 0);
+    auto multiple_of_4 = [](const Dim& d) { return d.is_constant() && d.value() % 4 == 0; };
+    const Shape& a = fusion_.value(contraction.operands[0]).type.shape;
+    const Shape& b = fusion_.value(contraction.operands[1]).type.shape;
+    if (a.empty() || b.empty())
+      return false;
+    if (contraction.op == "linear")
+      return multiple_of_4(b.back());
+    return multiple_of_4(a.back()) && multiple_of_4(b.back());
+  }
+
+  // GEMM + training batch_norm over the GEMM's rows when one block holds them
+  // all (N known, at most 64 rows, or 128 with vector operands): the block
+  // normalizes each column over them itself, so the chain stays one kernel
+  // (templates/gemm.cu "column_norm"; chain 39 small).
+  bool try_fuse_batch_norm_into_gemm(const Node& node) {
+    ValueId input = node.operands[0];
+    int k = kernel_with_tail(input);
+    if (k < 0)
+      return false;
+    Open& open = kernels_[static_cast<size_t>(k)];
+    const Shape& shape = fusion_.value(input).type.shape;
+    if (open.step.kind != KernelKind::Gemm || open.step.stages.size() != 1 || open.step.stats_out != kNoId ||
+        shape.size() != 2 || !result_rows_are_gemm_rows(open) || !used_only_by(input, node.id))
+      return false;
+    if (!shape[0].is_constant() || shape[0].value() < 1)
+      return false;
+    const int64_t rows = shape[0].value();
+    if (rows > kBlockRowsMax || (rows > options_.gemm_tile_m && !gemm_loads_vectors(open)))
+      return false;
+    open.step.stages.push_back({node.id, {}});
+    open.set_tail(node.result, true);
+    producer_[node.result] = k;
+    note(k, "batch_norm runs in the GEMM epilogue: one block holds all " + std::to_string(rows) +
+                " rows of its columns and normalizes them itself; it updates running_mean and running_var");
+    return true;
   }
 
   // A reduction right after a normalization over the same rows stays in its kernel.

@@ -360,10 +360,11 @@ TEST_F(FakeDriver, AutotuneKeepsTheFastestBlockAndStoresIt) {
 // events and the workspaces the candidates kept for the timing stream are
 // gone, so a tuned call holds what an untuned one does.
 TEST_F(FakeDriver, AutotuneFreesWhatItTimedWith) {
-  const std::string spec = "specs/kernelbench/small/39_gemm_scale_batchnorm.fg"; // has a workspace
+  // Over 128 rows the batch_norm's intermediates go through a workspace.
+  const std::string spec = "specs/kernelbench/small/39_gemm_scale_batchnorm.fg";
   auto loaded = testing::load_module(testing::read_text(testing::source_path(spec)), spec);
   ASSERT_TRUE(loaded);
-  Fusion concrete = specialized(*loaded, 128);
+  Fusion concrete = specialized(*loaded, 256);
   auto allocations_of_a_call = [&](bool autotune, const std::string& cache_dir) {
     RuntimeOptions o = options();
     o.cache_dir = cache_dir;
@@ -383,6 +384,25 @@ TEST_F(FakeDriver, AutotuneFreesWhatItTimedWith) {
   EXPECT_GT(plain, 0); // the call's own workspace
   EXPECT_EQ(g_fake->live_streams, 0);
   EXPECT_EQ(g_fake->live_events, 0);
+}
+
+// A batch_norm fused into its GEMM (128 rows: one block holds them) takes
+// only blocks that hold every row: autotuning skips the other candidates,
+// which the generator refuses, and still tunes the call.
+TEST_F(FakeDriver, AutotuneSkipsBlocksAFusedBatchNormCannotTake) {
+  const std::string spec = "specs/kernelbench/small/39_gemm_scale_batchnorm.fg";
+  auto loaded = testing::load_module(testing::read_text(testing::source_path(spec)), spec);
+  ASSERT_TRUE(loaded);
+  TempDir cache;
+  RuntimeOptions o = options();
+  o.cache_dir = cache.path();
+  o.autotune = true;
+  Runtime rt(0, o);
+  Function f = rt.load_file(testing::source_path(spec)).function(loaded->fusion().name);
+  Tensors t(rt, specialized(*loaded, 128));
+  f.call(t.args, t.outs, nullptr);
+  EXPECT_EQ(rt.stats().tunings, 1u);
+  EXPECT_EQ(rt.stats().calls, 1u);
 }
 
 // A fusion without a GEMM has one candidate: nothing is timed, and the
@@ -509,14 +529,14 @@ TEST_F(FakeDriver, TensorRefMisuse) {
 }
 
 TEST_F(FakeDriver, WorkspacePerStreamAndThread) {
-  const std::string spec = "specs/kernelbench/small/39_gemm_scale_batchnorm.fg";
+  const std::string spec = "specs/kernelbench/small/39_gemm_scale_batchnorm.fg"; // a workspace over 128 rows
   auto loaded = testing::load_module(testing::read_text(testing::source_path(spec)), spec);
   runtime::GeneratedUnit unit =
-      runtime::generate_unit(loaded->fusion(), {{"N", 16}}, Precision::Strict, 90, &loaded->sources);
+      runtime::generate_unit(loaded->fusion(), {{"N", 256}}, Precision::Strict, 90, &loaded->sources);
   ASSERT_GT(unit.launch.workspace_bytes, 0);
   Runtime rt(0, options());
   Function f = rt.load_file(testing::source_path(spec)).function(loaded->fusion().name);
-  Tensors t(rt, specialized(*loaded, 16));
+  Tensors t(rt, specialized(*loaded, 256));
   int before = g_fake->live_allocations;
   auto* a = reinterpret_cast<void*>(0x1000);
   auto* b = reinterpret_cast<void*>(0x2000);

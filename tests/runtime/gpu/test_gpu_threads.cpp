@@ -54,7 +54,8 @@ struct Streams {
 TEST(GpuThreads, SixteenThreadsOwnStreamsCompileEachKeyOnce) {
   FUSEGEN_SKIP_WITHOUT_GPU();
   // The elementwise test fusion and two seed chains (GEMM + GroupNorm with a
-  // fused row norm; GEMM + BatchNorm with running stats in three kernels).
+  // fused row norm; GEMM + BatchNorm with running stats, fused into the GEMM
+  // at these sizes).
   std::vector<std::pair<std::string, std::string>> specs = {
       {"act.fg", testing::kElementwiseSpec},
       {"62", testing::read_text(testing::source_path("specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg"))},

@@ -16,6 +16,7 @@ inline constexpr HookSpec kGemmHooks[] = {
     {"b_along_k", HookKind::Constant, "kLoadBAlongK", "const bool"},
     {"epilogue_along_m", HookKind::Constant, "kEpilogueAlongM", "const bool"},
     {"norm_group", HookKind::Constant, "kNormGroup", "const int"},
+    {"column_norm", HookKind::Constant, "kColumnNorm", "const bool"},
     {"norm_eps", HookKind::Constant, "kNormEps", "const float"},
     {"stats_group", HookKind::Constant, "kStatsGroup", "const int"},
     {"row_reduce", HookKind::Constant, "kRowReduce", "const int"},
@@ -49,6 +50,8 @@ inline constexpr HookSpec kGemmHooks[] = {
      "float (const FusegenArgs &, long long, long long, long long, float)"},
     {"stats_slot", HookKind::Function, "stats_slot", "float *(const FusegenArgs &, long long, long long, long long)"},
     {"reduce_slot", HookKind::Function, "reduce_slot", "float *(const FusegenArgs &, long long, long long)"},
+    {"column_stats", HookKind::Function, "column_stats",
+     "void (const FusegenArgs &, long long, long long, float, float, float)"},
     {"entry", HookKind::Function, "fusegen_gemm", "void (FusegenArgs)"},
 };
 
