@@ -51,6 +51,12 @@
 //              atomics; the launcher pre-fills that buffer with +inf / -inf. A NaN
 //              is stored as a bit pattern the atomics never replace, so the row
 //              result is NaN, as in torch.
+//   column norm (kColumnNorm, a training batch_norm) the block is one tile wide
+//              and holds every row: its tiles are staged one below the other,
+//              epilogue() runs on them, a warp per column normalizes it over
+//              all the rows (two passes) and passes its statistics to
+//              column_stats(); then norm_apply() (finish_column_norm(); with
+//              split-K each rank takes 1/kSplitK of the columns).
 //
 // Hook contract (checked by fusegen-template-tool against hooks/GemmHooks.h):
 //   "tile_m"        constexpr int kTileM       rows of an epilogue tile (64)
