@@ -220,8 +220,7 @@ class Function(_call_base()):
         """The general path: every case, every check and message."""
         if len(tensors) != self._n_args:
             raise self._names_error(tensors)
-        Tensor_ = _tensors.TorchTensor or _tensors.torch_tensor_type()
-        f32 = _tensors.float32
+        have_torch = (_tensors.TorchTensor or _tensors.torch_tensor_type()) is not None
         device = self._device
         shapes = []
         pointers = []
@@ -229,8 +228,7 @@ class Function(_call_base()):
         try:
             for name in self.argument_names:
                 t = tensors[name]
-                if Tensor_ is not None and isinstance(t, Tensor_) and t.dtype is f32 \
-                        and t.is_cuda and t.get_device() == device and t.is_contiguous():
+                if have_torch and _tensors.usable_torch(t, device):
                     shapes.append(t.shape)
                     pointers.append(t.data_ptr())
                     use_torch = True
@@ -323,16 +321,13 @@ class Function(_call_base()):
 
     def _given_outputs(self, out, plan):
         """Checks the caller's outputs against the plan's shapes and fills their pointers."""
-        Tensor_ = _tensors.TorchTensor
-        if Tensor_ is not None and type(out) is dict and len(out) == self._n_outs:
+        if _tensors.TorchTensor is not None and type(out) is dict and len(out) == self._n_outs:
             # The common case, torch tensors that fit, without building sets or messages.
-            f32 = _tensors.float32
             device = self._device
             results = []
             for name, expected, slot in zip(self.output_names, plan.out_shapes, plan.out_slots):
                 t = out.get(name)
-                if not (isinstance(t, Tensor_) and t.dtype is f32 and t.is_cuda and t.get_device() == device
-                        and t.is_contiguous() and t.shape == expected):
+                if not (_tensors.usable_torch(t, device) and t.shape == expected):
                     break  # the general path below checks again and words the error
                 slot.data = t.data_ptr()
                 results.append(t)

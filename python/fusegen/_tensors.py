@@ -61,6 +61,14 @@ def _shape_text(shape):
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+def usable_torch(tensor, device):
+    """Whether `tensor` is a torch tensor fusegen takes as it is: float32,
+    contiguous, on CUDA device `device` (the checks torch_problem words). torch
+    must be bound (torch_tensor_type() not None)."""
+    return (isinstance(tensor, TorchTensor) and tensor.dtype is float32 and tensor.is_cuda
+            and tensor.get_device() == device and tensor.is_contiguous())
+
+
 def torch_problem(what, tensor, device):
     """Why a torch tensor cannot be passed (None if it can)."""
     if not tensor.is_cuda:
