@@ -65,6 +65,19 @@ PlanBuffer finalized_buffer(const Plan& plan, const Node& norm) {
 // of their GEMM).
 constexpr int64_t kSplitWeightMinRows = 8192;
 
+// The kernel that updates a node's state in place (batch_norm's running
+// stats) reads and writes it.
+void add_state_updates(KernelStep& step, const Node& node, const std::vector<BufferId>& value_buffer) {
+  const OpDef& op = op_of(node);
+  if (!op.mutates)
+    return;
+  for (const std::string& param : op.mutates(node.attrs)) {
+    BufferId state = value_buffer[node.operands[static_cast<size_t>(op.tensor_slot(param))]];
+    add_unique(step.reads, state);
+    add_unique(step.writes, state);
+  }
+}
+
 } // namespace
 
 void assign_buffers(Plan& plan) {
@@ -116,14 +129,8 @@ void assign_buffers(Plan& plan) {
       // In-place updates (batch_norm running stats) happen where the op is
       // finalized: the finalize kernel, not the apply kernel (below); or
       // here, where the kernel computes the whole op (a GEMM's column norm).
-      if (id == step.stats_in || id == step.stats_out || !op_of(node).mutates)
-        continue;
-      const OpDef& op = op_of(node);
-      for (const std::string& param : op.mutates(node.attrs)) {
-        BufferId state = value_buffer[node.operands[static_cast<size_t>(op.tensor_slot(param))]];
-        add_unique(step.reads, state);
-        add_unique(step.writes, state);
-      }
+      if (id != step.stats_in && id != step.stats_out)
+        add_state_updates(step, node, value_buffer);
     }
   }
 
@@ -150,18 +157,10 @@ void assign_buffers(Plan& plan) {
       add_unique(source.reads, value_buffer[node.operands[0]]);
     const OpDef& op = op_of(node);
     std::vector<std::string> mutated = op.mutates ? op.mutates(node.attrs) : std::vector<std::string>{};
-    // The kernel that updates the running stats reads and writes them.
-    auto updates_state = [&](KernelStep& step) {
-      for (const std::string& param : mutated) {
-        BufferId state = value_buffer[node.operands[static_cast<size_t>(op.tensor_slot(param))]];
-        add_unique(step.reads, state);
-        add_unique(step.writes, state);
-      }
-    };
     if (finalizer < 0) { // the apply merges the partials (and updates the running stats)
       for (size_t k : appliers) {
         add_unique(plan.kernels[k].reads, partials);
-        updates_state(plan.kernels[k]);
+        add_state_updates(plan.kernels[k], node, value_buffer);
       }
       continue;
     }
@@ -169,7 +168,7 @@ void assign_buffers(Plan& plan) {
     KernelStep& finalize = plan.kernels[static_cast<size_t>(finalizer)];
     add_unique(finalize.reads, partials);
     add_unique(finalize.writes, finalized);
-    updates_state(finalize);
+    add_state_updates(finalize, node, value_buffer);
     for (size_t k : appliers) {
       add_unique(plan.kernels[k].reads, finalized);
       // The apply step reads only the input and affine params, not the running stats.
