@@ -263,23 +263,15 @@ private:
       place_pointwise(node); // unreachable: eval batch_norm counts as pointwise
       return;
     }
-    if (try_fuse_batch_norm_into_gemm(node))
+    const int k = gemm_of_batch_norm_input(node);
+    if (k >= 0 && try_fuse_batch_norm_into_gemm(node, k))
       return;
-    ValueId input = node.operands[0];
-    int k = kernel_with_tail(input);
-    bool from_gemm = false;
     if (k >= 0) {
       Open& open = kernels_[static_cast<size_t>(k)];
-      from_gemm = open.step.kind == KernelKind::Gemm && open.step.stages.size() == 1 &&
-                  open.step.stats_out == kNoId && fusion_.value(input).type.rank() == 2 &&
-                  result_rows_are_gemm_rows(open) && used_only_by(input, node.id);
-      if (from_gemm) {
-        open.step.stats_out = node.id;
-        open.set_tail(kNoId, true);
-        note(k, "epilogue emits per-column partial statistics (count, mean, M2) per row tile for batch_norm");
-      }
-    }
-    if (!from_gemm) {
+      open.step.stats_out = node.id;
+      open.set_tail(kNoId, true);
+      note(k, "epilogue emits per-column partial statistics (count, mean, M2) per row tile for batch_norm");
+    } else {
       int s = add_kernel(KernelKind::ColumnStats, nullptr);
       kernels_[static_cast<size_t>(s)].step.stats_out = node.id;
       note(s, "computes per-channel partial statistics (count, mean, M2) of batch_norm's input");
@@ -288,6 +280,20 @@ private:
     kernels_[static_cast<size_t>(f)].step.stats_in = node.id;
     note(f, "combines the partials (Chan), writes mean and 1/std, updates running_mean and running_var");
     start_stats_apply(node, kApplyFinalizedNote);
+  }
+
+  // The GEMM kernel whose open result is the batch_norm's input, a 2-D [N, C]
+  // whose rows are the GEMM's and which nothing else uses; or -1.
+  int gemm_of_batch_norm_input(const Node& node) const {
+    ValueId input = node.operands[0];
+    int k = kernel_with_tail(input);
+    if (k < 0)
+      return -1;
+    const Open& open = kernels_[static_cast<size_t>(k)];
+    const bool gemm_rows = open.step.kind == KernelKind::Gemm && open.step.stages.size() == 1 &&
+                           open.step.stats_out == kNoId && fusion_.value(input).type.rank() == 2 &&
+                           result_rows_are_gemm_rows(open) && used_only_by(input, node.id);
+    return gemm_rows ? k : -1;
   }
 
   // The most rows a GEMM block holds (templates/gemm.cu: 128-row blocks take
@@ -309,20 +315,13 @@ private:
     return multiple_of_4(a.back()) && multiple_of_4(b.back());
   }
 
-  // GEMM + training batch_norm over the GEMM's rows when one block holds them
-  // all (N known, at most 64 rows, or 128 with vector operands): the block
-  // normalizes each column over them itself, so the chain stays one kernel
-  // (templates/gemm.cu "column_norm"; chain 39 small).
-  bool try_fuse_batch_norm_into_gemm(const Node& node) {
-    ValueId input = node.operands[0];
-    int k = kernel_with_tail(input);
-    if (k < 0)
-      return false;
+  // GEMM k (gemm_of_batch_norm_input) + training batch_norm when one block
+  // holds all its rows (N known, at most 64 rows, or 128 with vector
+  // operands): the block normalizes each column over them itself, so the
+  // chain stays one kernel (templates/gemm.cu "column_norm"; chain 39 small).
+  bool try_fuse_batch_norm_into_gemm(const Node& node, int k) {
     Open& open = kernels_[static_cast<size_t>(k)];
-    const Shape& shape = fusion_.value(input).type.shape;
-    if (open.step.kind != KernelKind::Gemm || open.step.stages.size() != 1 || open.step.stats_out != kNoId ||
-        shape.size() != 2 || !result_rows_are_gemm_rows(open) || !used_only_by(input, node.id))
-      return false;
+    const Shape& shape = fusion_.value(node.operands[0]).type.shape;
     if (!shape[0].is_constant() || shape[0].value() < 1)
       return false;
     const int64_t rows = shape[0].value();
