@@ -162,12 +162,15 @@ fusion two {
     def test_tensor_subclasses(self):
         # torch.Tensor and nn.Parameter are read through torch.Tensor's own
         # accessors, looked up once; a subclass that overrides one is read by
-        # name, so its override is what the call sees.
+        # name, so its override is what the call sees. The Python call path
+        # (FUSEGEN_FASTCALL=0) reads every tensor by name.
         f = self.program.function("scale_add")
         x = torch.rand(8, 16, device="cuda")
         s = torch.nn.Parameter(torch.rand(16, device="cuda"))
         close(self, "parameter", f(x=x, s=s), x * s.detach() + x, 1e-6)
-        self.assertEqual(f._fast.direct_types, (torch.Tensor, torch.nn.Parameter))
+        fast = f._fast or None  # the C call path, where it is built and on
+        if fast:
+            self.assertEqual(fast.direct_types, (torch.Tensor, torch.nn.Parameter))
         reads = []
 
         class Watched(torch.Tensor):
@@ -175,10 +178,11 @@ fusion two {
                 reads.append(1)
                 return super().data_ptr()
 
-        taken = f._fast.taken
+        taken = fast.taken if fast else None
         watched = x.as_subclass(Watched)
         y = f(x=watched, s=s)
-        self.assertEqual(f._fast.taken, taken + 1)  # the C path took it
+        if fast:
+            self.assertEqual(fast.taken, taken + 1)  # the C path took it
         self.assertEqual(len(reads), 1)
         close(self, "subclass", y.as_subclass(torch.Tensor), x * s.detach() + x, 1e-6)
 
@@ -196,6 +200,8 @@ fusion two {
         x = torch.rand(8, 16, device="cuda")
         s = torch.nn.Parameter(torch.rand(16, device="cuda"))
         close(self, "first call", f(x=x, s=s), x * s.detach() + x, 1e-6)
+        if not f._fast:
+            self.skipTest("skipped: the C call path is off (FUSEGEN_FASTCALL=0)")
         self.assertTrue(f._fast.reads_with_torch)
         taken = f._fast.taken
         out = torch.full((8, 16), float("nan"), device="cuda")
