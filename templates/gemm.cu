@@ -706,7 +706,7 @@ __device__ __forceinline__ void multiply_slice_tc(const float* slice, int warp_m
 }
 
 // Shared-memory address of a generic pointer into shared memory.
-__device__ __forceinline__ unsigned int gemm_shared_address(const float* pointer) {
+__device__ __forceinline__ unsigned int gemm_shared_address(const void* pointer) {
   unsigned int address;
   asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(address) : "l"(pointer));
   return address;
@@ -821,6 +821,67 @@ template <int kPending>
 __device__ __forceinline__ void gemm_wgmma_wait() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(kPending) : "memory");
+#endif
+}
+
+// ---- per-stage barriers (mbarrier, sm_90a) ----
+// A stage's "filled" barrier completes once every thread's copies into it
+// have landed (kThreads arrivals, each triggered by the thread's cp.async
+// completing); its "freed" barrier once every thread's products that read it
+// have finished (kThreads arrivals). A thread waiting on these waits for
+// what it reads or overwrites, not for every warp of the block
+// (bench/NOTES.md v31).
+
+__device__ __forceinline__ void gemm_barrier_init(unsigned long long* barrier, unsigned int count) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(gemm_shared_address(barrier)), "r"(count) : "memory");
+#else
+  (void)barrier;
+  (void)count;
+#endif
+}
+
+__device__ __forceinline__ void gemm_barrier_inval(unsigned long long* barrier) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(gemm_shared_address(barrier)) : "memory");
+#else
+  (void)barrier;
+#endif
+}
+
+// Arrives on `barrier` once every copy this thread has issued so far landed.
+__device__ __forceinline__ void gemm_barrier_arrive_on_copies(unsigned long long* barrier) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(gemm_shared_address(barrier)) : "memory");
+#else
+  (void)barrier;
+#endif
+}
+
+// Arrives on `barrier` (release: this thread's reads before it are done).
+__device__ __forceinline__ void gemm_barrier_arrive(unsigned long long* barrier) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("{ .reg .b64 state; mbarrier.arrive.shared::cta.b64 state, [%0]; }" ::"r"(gemm_shared_address(barrier))
+               : "memory");
+#else
+  (void)barrier;
+#endif
+}
+
+// Waits (acquire) until the phase of `barrier` with parity `parity` completed.
+__device__ __forceinline__ void gemm_barrier_wait(unsigned long long* barrier, unsigned int parity) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const unsigned int address = gemm_shared_address(barrier);
+  unsigned int done = 0;
+  do {
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done)
+                 : "r"(address), "r"(parity)
+                 : "memory");
+  } while (!done);
+#else
+  (void)barrier;
+  (void)parity;
 #endif
 }
 
@@ -1107,21 +1168,81 @@ __device__ __forceinline__ void copy_first_slices(const FusegenArgs& args, const
   }
 }
 
+// Starts copying slice `next` into its stage once every thread's products
+// of the slice that stage held (next - kStages) have finished, and has the
+// stage's "filled" barrier count this thread's copies.
+__device__ __forceinline__ void refill_stage(const FusegenArgs& args, const GemmExtents& e, long long a_base,
+                                             long long b_base, long long m0, long long n0, long long next, float* smem,
+                                             unsigned long long* filled, unsigned long long* freed) {
+  if (next >= e.slices)
+    return;
+  const int stage = static_cast<int>(next % kStages);
+  if (next >= kStages)
+    gemm_barrier_wait(&freed[stage], static_cast<unsigned int>(next / kStages - 1) & 1u);
+  copy_slice_async(args, e, a_base, b_base, m0, n0, slice_k(e, next), smem + stage * kAsyncSliceFloats);
+  gemm_barrier_arrive_on_copies(&filled[stage]);
+}
+
+// 3xTF32 products with wgmma where B's small parts arrive with each slice
+// (kCopySmallB, v21), synchronized per stage (bench/NOTES.md v31) rather than
+// by a block-wide barrier per slice. Every slice ends with a drain: its
+// products go into separate sums that are added to acc with rounded fp32
+// adds, as multiply_into() does. With a barrier per slice every warp waited
+// there for the slowest one's drain; here a warpgroup waits only for its
+// slice to land and, before refilling a stage, for both warpgroups'
+// products that read it (2-3% off chain 39 strict). Copies run kStages - 1
+// slices ahead: iteration s refills slice s - 1's stage after issuing its
+// own products, so that it waits for the other warpgroup while they run.
+__device__ __forceinline__ void accumulate_stages_wgmma(const FusegenArgs& args, float* smem, const GemmExtents& e,
+                                                        long long a_base, long long b_base, long long m0, long long n0,
+                                                        float (&acc)[kFragsM][kFragsN][4]) {
+  constexpr int kAhead = kStages - 1;
+  __shared__ unsigned long long filled[kStages], freed[kStages];
+  if (threadIdx.x == 0)
+    for (int stage = 0; stage < kStages; ++stage) {
+      gemm_barrier_init(&filled[stage], kThreads);
+      gemm_barrier_init(&freed[stage], kThreads);
+    }
+  __syncthreads(); // the barriers are initialized
+  const long long slices = e.slices;
+#pragma unroll 1
+  for (long long next = 0; next < kAhead; ++next)
+    refill_stage(args, e, a_base, b_base, m0, n0, next, smem, filled, freed);
+#pragma unroll 1
+  for (long long s = 0; s < slices; ++s) {
+    const int stage = static_cast<int>(s % kStages);
+    gemm_barrier_wait(&filled[stage], static_cast<unsigned int>(s / kStages) & 1u);
+    gemm_fence_async_proxy(); // the tensor cores read what cp.async wrote
+    float* slice = smem + stage * kAsyncSliceFloats;
+    float sums[kFragsN][4] = {};
+    issue_slice_wgmma_split(slice, slice + (kBlockM + kBlockN) * kRowStride, sums);
+    refill_stage(args, e, a_base, b_base, m0, n0, s + kAhead, smem, filled, freed);
+    add_slice_sums(acc[0], sums);
+    gemm_barrier_arrive(&freed[stage]);
+  }
+  __syncthreads(); // shared memory is free for the epilogue, the barriers for inval
+  if (threadIdx.x == 0)
+    for (int stage = 0; stage < kStages; ++stage) {
+      gemm_barrier_inval(&filled[stage]);
+      gemm_barrier_inval(&freed[stage]);
+    }
+}
+
 // The block's products with wgmma.
 //   TF32: copies run kStages - 2 slices ahead and one group of products stays
 //   in flight (wait_group 1), so a stage is refilled only after the products
 //   that read it, two slices back, finished in both warpgroups. The tensor
-//   cores take the fp32 bits as they are (they read the tf32 part).
-//   3xTF32: copies run kStages - 1 ahead. Each landed slice's B is split
-//   once (every thread a share: small parts into one of two buffers, the
-//   tensor cores truncate the slice itself to the big parts) while slice s's
-//   products are on the tensor cores; each
-//   warpgroup loads and splits its own rows of A in registers (wgmma's
-//   register-A form), so the tensor cores read only B from shared memory
-//   (bench/NOTES.md v9). The products of a slice go into separate sums that
-//   are added to acc with rounded fp32 adds, as multiply_into() does. With B
-//   split once per call (kCopySmallB), B's small parts arrive with each
-//   slice and nothing is split in shared memory (v21).
+//   cores take the fp32 bits as they are (they read the tf32 part). (Per-stage
+//   barriers as in accumulate_stages_wgmma() measured 4% slower here, v31.)
+//   3xTF32 with B split here: copies run kStages - 1 ahead. Each landed
+//   slice's B is split once (every thread a share: small parts into one of
+//   two buffers, the tensor cores truncate the slice itself to the big parts)
+//   while slice s's products are on the tensor cores; each warpgroup loads
+//   and splits its own rows of A in registers (wgmma's register-A form), so
+//   the tensor cores read only B from shared memory (bench/NOTES.md v9). The
+//   products of a slice go into separate sums that are added to acc with
+//   rounded fp32 adds, as multiply_into() does.
+//   3xTF32 with B's small parts copied: accumulate_stages_wgmma().
 __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, float* smem, const GemmExtents& e,
                                                        long long batch, long long m0, long long n0,
                                                        float (&acc)[kFragsM][kFragsN][4]) {
@@ -1131,38 +1252,29 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
   const long long slices = e.slices;
   float* small = smem + kStages * kAsyncSliceFloats; // 3xTF32: two buffers of B's small parts
   constexpr int kBFloats = kBlockN * kRowStride;
-  copy_first_slices<kAhead>(args, e, a_base, b_base, m0, n0, slices, smem);
-  if constexpr (kInnerProduct != 1 || kCopySmallB) {
-    // Nothing to split in shared memory (TF32, or B's small parts arriving
-    // with each slice): one barrier per slice, after which the slice has
-    // landed everywhere and the stage refilled next is free (TF32: its
-    // products, two slices back, finished in both warpgroups; 3xTF32: slice
-    // s - 1's, which finished before the last iteration ended).
-    if constexpr (kInnerProduct != 1)
-      gemm_wgmma_fence(); // acc was zeroed by ordinary instructions
+  if constexpr (kCopySmallB) {
+    accumulate_stages_wgmma(args, smem, e, a_base, b_base, m0, n0, acc);
+  } else if constexpr (kInnerProduct != 1) {
+    copy_first_slices<kAhead>(args, e, a_base, b_base, m0, n0, slices, smem);
+    gemm_wgmma_fence(); // acc was zeroed by ordinary instructions
 #pragma unroll 1
     for (long long s = 0; s < slices; ++s) {
       gemm_copy_wait<kAhead - 1>();
       gemm_fence_async_proxy(); // the tensor cores read what cp.async wrote
-      __syncthreads();
+      __syncthreads();          // slice s has landed everywhere; slice s - 2's products finished
       const long long next = s + kAhead;
       if (next < slices)
         copy_slice_async(args, e, a_base, b_base, m0, n0, slice_k(e, next),
                          smem + (next % kStages) * kAsyncSliceFloats);
       gemm_copy_commit();
-      float* slice = smem + (s % kStages) * kAsyncSliceFloats;
-      if constexpr (kInnerProduct != 1) {
-        issue_slice_wgmma(slice, acc[0]);
-        gemm_wgmma_wait<1>();
-      } else {
-        float sums[kFragsN][4] = {};
-        issue_slice_wgmma_split(slice, slice + (kBlockM + kBlockN) * kRowStride, sums);
-        add_slice_sums(acc[0], sums);
-      }
+      issue_slice_wgmma(smem + (s % kStages) * kAsyncSliceFloats, acc[0]);
+      gemm_wgmma_wait<1>();
     }
-    if constexpr (kInnerProduct != 1)
-      gemm_wgmma_wait<0>();
+    gemm_wgmma_wait<0>();
+    gemm_copy_wait<0>();
+    __syncthreads(); // shared memory is free for the epilogue
   } else {
+    copy_first_slices<kAhead>(args, e, a_base, b_base, m0, n0, slices, smem);
     if (slices > 0) {
       gemm_copy_wait<kAhead - 1>();
       __syncthreads(); // slice 0 has landed
@@ -1191,9 +1303,9 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
       gemm_fence_async_proxy();
       __syncthreads(); // the split is visible; slice s's buffers are free
     }
+    gemm_copy_wait<0>();
+    __syncthreads(); // shared memory is free for the epilogue
   }
-  gemm_copy_wait<0>();
-  __syncthreads(); // shared memory is free for the epilogue
 }
 
 // The block's products on the cp.async path: kStages - 1 slices in flight
