@@ -24,6 +24,8 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include <unistd.h>
 
@@ -175,10 +177,10 @@ const KernelLaunch& launch_of(const GeneratedCode& code, size_t fusion, size_t k
 }
 
 // The launch of `kernel` (its name without "fusegen_"): a GEMM can come
-// after a pass that splits its weight.
-const KernelLaunch& launch_named(const GeneratedCode& code, size_t fusion, const std::string& kernel) {
+// after a pass that splits its weight (`kernel` a view: see op_named).
+const KernelLaunch& launch_named(const GeneratedCode& code, size_t fusion, std::string_view kernel) {
   for (const KernelLaunch& launch : code.fusions.at(fusion).kernels)
-    if (launch.name == "fusegen_" + kernel)
+    if (launch.name == "fusegen_" + std::string(kernel))
       return launch;
   ADD_FAILURE() << "no launch of " << kernel;
   return code.fusions.at(fusion).kernels.at(0);

@@ -22,6 +22,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include <unistd.h>
 
@@ -126,8 +128,8 @@ std::string kernel_text(const GeneratedCode& code, const std::string& kernel) {
   return code.source.substr(begin, end - begin);
 }
 
-// The launch of a fusion's only kernel.
-const KernelLaunch& launch_of(const GeneratedCode& code, const std::string& fusion) {
+// The launch of a fusion's only kernel (`fusion` a view: see op_named).
+const KernelLaunch& launch_of(const GeneratedCode& code, std::string_view fusion) {
   auto it = std::find_if(code.fusions.begin(), code.fusions.end(),
                          [&](const GeneratedFusion& f) { return f.name == fusion; });
   EXPECT_NE(it, code.fusions.end()) << fusion;

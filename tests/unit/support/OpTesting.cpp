@@ -63,10 +63,10 @@ Shape shape(std::string_view text) {
   return result;
 }
 
-const OpDef& op_named(const std::string& name) {
+const OpDef& op_named(std::string_view name) {
   const OpDef* op = OpRegistry::builtin().find(name);
   if (!op)
-    throw std::runtime_error("op not registered: " + name);
+    throw std::runtime_error("op not registered: " + std::string(name));
   return *op;
 }
 

@@ -21,7 +21,9 @@ namespace fusegen::testing {
 Shape shape(std::string_view text);
 
 // The built-in op `name`; throws std::runtime_error if it is not registered.
-const OpDef& op_named(const std::string& name);
+// (The name is a view, not a const std::string&: a reference returned from a
+// call given a temporary string trips GCC 13's -Wdangling-reference.)
+const OpDef& op_named(std::string_view name);
 
 // The op's parameters with their defaults: "input, dim=None, keepdim=false".
 std::string signature(const std::string& op_name);
