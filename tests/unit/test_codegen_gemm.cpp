@@ -25,7 +25,6 @@
 #include <limits>
 #include <sstream>
 #include <string>
-#include <string_view>
 
 #include <unistd.h>
 
@@ -177,8 +176,8 @@ const KernelLaunch& launch_of(const GeneratedCode& code, size_t fusion, size_t k
 }
 
 // The launch of `kernel` (its name without "fusegen_"): a GEMM can come
-// after a pass that splits its weight (`kernel` a view: see op_named).
-const KernelLaunch& launch_named(const GeneratedCode& code, size_t fusion, std::string_view kernel) {
+// after a pass that splits its weight (`kernel` a C string: see op_named).
+const KernelLaunch& launch_named(const GeneratedCode& code, size_t fusion, const char* kernel) {
   for (const KernelLaunch& launch : code.fusions.at(fusion).kernels)
     if (launch.name == "fusegen_" + std::string(kernel))
       return launch;
@@ -222,7 +221,7 @@ std::string variant_of(const std::string& kernel) {
 // floats (nonzero: tensor cores); the host launcher launches with it and,
 // above the default 48 KiB, first raises the kernel's limit to it.
 void expect_dynamic_shared_memory(const GeneratedCode& code, size_t fusion, const std::string& kernel) {
-  const KernelLaunch& launch = launch_named(code, fusion, kernel);
+  const KernelLaunch& launch = launch_named(code, fusion, kernel.c_str());
   std::string floats = constant_of(kernel_text(code, kernel), "kDynamicSharedFloats");
   EXPECT_EQ(std::to_string(launch.shared_bytes), std::to_string(std::stoll(floats) * 4))
       << kernel << ": launch.shared_bytes vs kDynamicSharedFloats = " << floats << " floats";

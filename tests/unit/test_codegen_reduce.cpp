@@ -23,7 +23,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <string_view>
 
 #include <unistd.h>
 
@@ -128,8 +127,8 @@ std::string kernel_text(const GeneratedCode& code, const std::string& kernel) {
   return code.source.substr(begin, end - begin);
 }
 
-// The launch of a fusion's only kernel (`fusion` a view: see op_named).
-const KernelLaunch& launch_of(const GeneratedCode& code, std::string_view fusion) {
+// The launch of a fusion's only kernel (`fusion` a C string: see op_named).
+const KernelLaunch& launch_of(const GeneratedCode& code, const char* fusion) {
   auto it = std::find_if(code.fusions.begin(), code.fusions.end(),
                          [&](const GeneratedFusion& f) { return f.name == fusion; });
   EXPECT_NE(it, code.fusions.end()) << fusion;

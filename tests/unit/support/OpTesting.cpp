@@ -63,7 +63,7 @@ Shape shape(std::string_view text) {
   return result;
 }
 
-const OpDef& op_named(std::string_view name) {
+const OpDef& op_named(const char* name) {
   const OpDef* op = OpRegistry::builtin().find(name);
   if (!op)
     throw std::runtime_error("op not registered: " + std::string(name));

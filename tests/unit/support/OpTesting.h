@@ -21,9 +21,11 @@ namespace fusegen::testing {
 Shape shape(std::string_view text);
 
 // The built-in op `name`; throws std::runtime_error if it is not registered.
-// (The name is a view, not a const std::string&: a reference returned from a
-// call given a temporary string trips GCC 13's -Wdangling-reference.)
-const OpDef& op_named(std::string_view name);
+// (A C string, so that `const OpDef& op = op_named("relu")` makes no
+// temporary: GCC 13's -Wdangling-reference flags a returned reference when
+// an argument is a temporary object.)
+const OpDef& op_named(const char* name);
+inline const OpDef& op_named(const std::string& name) { return op_named(name.c_str()); }
 
 // The op's parameters with their defaults: "input, dim=None, keepdim=false".
 std::string signature(const std::string& op_name);
