@@ -749,23 +749,35 @@ __device__ __forceinline__ void copy_slice_async(const FusegenArgs& args, const 
                     (kACopies * kThreads == kBlockM * kVectorsPerRow && kBCopies * kThreads == kBlockN * kVectorsPerRow),
                 "slice copies must divide evenly among the threads");
   const float* stand_in = args.buf[0];
+  // This thread's vectors: column kk of rows r0, r0 + kRowStep, ... The
+  // operands' addresses are affine in their coordinates on this path (hook
+  // contract), so one address per operand and a row step (a constant where
+  // the extents are) give every copy's: a handful of instructions per
+  // slice instead of an address computed per copy (bench/NOTES.md v32).
+  constexpr int kRowStep = kThreads / kVectorsPerRow;
+  const int r0 = static_cast<int>(threadIdx.x) / kVectorsPerRow, kk = (static_cast<int>(threadIdx.x) % kVectorsPerRow) * 4;
+  const long long k = k0 + kk;
+  const bool k_inside = k < e.depth;
+  const float* a = a_element(args, a_base, m0 + r0, k);
+  const long long a_step = a_element(args, a_base, m0 + r0 + kRowStep, k) - a;
 #pragma unroll
   for (int i = 0; i < kACopies; ++i) {
-    const int v = threadIdx.x + i * kThreads, mm = v / kVectorsPerRow, kk = (v % kVectorsPerRow) * 4;
-    const long long m = m0 + mm, k = k0 + kk;
-    gemm_copy16_async(slice + slice_offset(mm, kk),
-                      m < e.rows && k < e.depth ? a_element(args, a_base, m, k) : nullptr, stand_in);
+    const int mm = r0 + i * kRowStep;
+    gemm_copy16_async(slice + slice_offset(mm, kk), m0 + mm < e.rows && k_inside ? a + i * a_step : nullptr,
+                      stand_in);
   }
   float* bs = slice + kBlockM * kRowStride;
+  const float* b = b_address(args, b_base, k, n0 + r0);
+  const long long b_step = b_address(args, b_base, k, n0 + r0 + kRowStep) - b;
+  const float* b_small = kCopySmallB ? b_small_address(args, b_base, k, n0 + r0) : nullptr;
 #pragma unroll
   for (int i = 0; i < kBCopies; ++i) {
-    const int v = threadIdx.x + i * kThreads, nn = v / kVectorsPerRow, kk = (v % kVectorsPerRow) * 4;
-    const long long n = n0 + nn, k = k0 + kk;
-    gemm_copy16_async(bs + slice_offset(nn, kk), n < e.cols && k < e.depth ? b_address(args, b_base, k, n) : nullptr,
-                      stand_in);
+    const int nn = r0 + i * kRowStep;
+    const bool inside = n0 + nn < e.cols && k_inside;
+    gemm_copy16_async(bs + slice_offset(nn, kk), inside ? b + i * b_step : nullptr, stand_in);
     if constexpr (kCopySmallB)
-      gemm_copy16_async(bs + kBlockN * kRowStride + slice_offset(nn, kk),
-                        n < e.cols && k < e.depth ? b_small_address(args, b_base, k, n) : nullptr, stand_in);
+      gemm_copy16_async(bs + kBlockN * kRowStride + slice_offset(nn, kk), inside ? b_small + i * b_step : nullptr,
+                        stand_in);
   }
 }
 
