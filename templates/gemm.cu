@@ -93,6 +93,10 @@
 //                                  padding, the hook's own check); called only
 //                                  for m < M, k < K
 //   "b_address"     const float* b_address(args, b_base, k, n)  B element; k < K, n < N
+//                                  (on the cp.async path, kAsync, a_address,
+//                                  b_address and b_small_address are affine
+//                                  in their coordinates: copy_slice_async()
+//                                  steps from one row's address to the next)
 //   "a_depth_table" constexpr int kADepthTable  0, or K: A's addresses split
 //                                  into a_row(m) + a_depth_offset(k) (conv2d
 //                                  without padding), the offsets of every k
