@@ -125,7 +125,9 @@
 //                                  v21) and are copied per slice beside B
 //                                  instead of split in shared memory
 //   "b_small_address" const float* b_small_address(args, b_base, k, n)  where
-//                                  B element (k, n)'s small part is (kBSplit)
+//                                  B element (k, n)'s small part is (kBSplit),
+//                                  with B's strides (copy_slice_async() steps
+//                                  both by B's row step)
 //   "block_end"     constexpr int kBlockEnd  0, or N > 0: the launch's blocks
 //                                  s >= N (s = y * grid.x + x, one batch;
 //                                  without rastering s is the output block,
