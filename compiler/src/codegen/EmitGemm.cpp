@@ -119,8 +119,6 @@ std::vector<std::string> void_unused(std::vector<std::string> body, size_t defin
 
 // ---- contraction mappings ----
 
-bool multiple_of_4(const Dim& d) { return d.is_constant() && d.value() % 4 == 0; }
-
 // linear: x [..., K] (leading dims flattened into m), weight [N, K], bias [N].
 GemmMapping map_linear(const EmitContext& ctx, const Node& node) {
   const Shape& x = shape_of(ctx, operand(node, "input"));
@@ -137,7 +135,9 @@ GemmMapping map_linear(const EmitContext& ctx, const Node& node) {
   g.launch_batches = ctx.constant(1);
   g.launch_depth = ctx.size(w, 1, 2);
   g.a_along_k = g.b_along_k = true;
-  g.a_vector = g.b_vector = multiple_of_4(w[1]);
+  const plan::VectorOperands vectors = plan::vector_operands(ctx.fusion(), node);
+  g.a_vector = vectors.a;
+  g.b_vector = vectors.b;
   g.a_offset = g.b_offset = {"return 0;"};
   g.a_address = {"return " + (ctx.value_buffer(operand(node, "input")) + " + m * " + g.depth + " + k") + ";"};
   g.b_address = {"return " + (ctx.value_buffer(operand(node, "weight")) + " + n * " + g.depth + " + k") + ";"};
@@ -180,8 +180,9 @@ GemmMapping map_matmul(const EmitContext& ctx, const Node& node) {
   g.launch_depth = ctx.size(a, a.size() - 1, a.size());
   g.a_along_k = true;
   g.b_along_k = !b_matrix;
-  g.a_vector = multiple_of_4(a.back());
-  g.b_vector = multiple_of_4(b.back());
+  const plan::VectorOperands vectors = plan::vector_operands(ctx.fusion(), node);
+  g.a_vector = vectors.a;
+  g.b_vector = vectors.b;
 
   std::vector<std::string> batch_lines, batch_coords;
   decode_index(ctx, batch, "batch", "b", batch_lines);

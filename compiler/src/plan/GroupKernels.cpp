@@ -300,19 +300,10 @@ private:
   // operands that load as 16-byte vectors, 64-row blocks any).
   static constexpr int64_t kBlockRowsMax = 128;
 
-  // Whether the GEMM's operands load as vectors: their contiguous extents
-  // (linear's depth; matmul's depth and columns) are known multiples of 4, as
-  // EmitGemm's operand mapping requires of 128-row blocks.
+  // Whether the GEMM's operands load as vectors, as its 128-row blocks need.
   bool gemm_loads_vectors(const Open& open) const {
-    const Node& contraction = stage_op(open, 0);
-    auto multiple_of_4 = [](const Dim& d) { return d.is_constant() && d.value() % 4 == 0; };
-    const Shape& a = fusion_.value(contraction.operands[0]).type.shape;
-    const Shape& b = fusion_.value(contraction.operands[1]).type.shape;
-    if (a.empty() || b.empty())
-      return false;
-    if (contraction.op == "linear")
-      return multiple_of_4(b.back());
-    return multiple_of_4(a.back()) && multiple_of_4(b.back());
+    const VectorOperands vectors = vector_operands(fusion_, stage_op(open, 0));
+    return vectors.a && vectors.b;
   }
 
   // GEMM k (gemm_of_batch_norm_input) + training batch_norm when one block

@@ -105,4 +105,17 @@ int64_t row_group_width(const Fusion& fusion, const Node& node) {
   return 0;
 }
 
+VectorOperands vector_operands(const Fusion& fusion, const Node& contraction) {
+  auto multiple_of_4 = [](const Dim& d) { return d.is_constant() && d.value() % 4 == 0; };
+  const Shape& a = fusion.value(contraction.operands[0]).type.shape;
+  const Shape& b = fusion.value(contraction.operands[1]).type.shape;
+  if (a.empty() || b.empty())
+    return {};
+  if (contraction.op == "linear") { // weight [N, K]: both along the depth
+    const bool depth = multiple_of_4(b.back());
+    return {depth, depth};
+  }
+  return {multiple_of_4(a.back()), multiple_of_4(b.back())};
+}
+
 } // namespace fusegen::plan
