@@ -1103,17 +1103,22 @@ __device__ __forceinline__ void load_split_a(const float* slice, int k8, unsigne
 // big part, and small = rna(x - trunc(x)) leaves at most 2^-21 |x| (2^-22
 // with a rounded big part, which costs writing the slice back: about 8% of
 // the shared-memory traffic that bounds this loop; bench/NOTES.md v10).
+// All of a thread's loads come first: `small` may alias `slice` as far as the
+// compiler knows, so a load after a store would wait for the load before it
+// (bench/NOTES.md v34).
 template <int kCount>
 __device__ __forceinline__ void split_floats(const float* slice, float* small) {
   constexpr int kVectors = kCount / 4;
   static_assert(!kWgmma || kVectors % kThreads == 0, "split vectors must divide evenly among the threads");
+  constexpr int kPerThread = kVectors / kThreads;
+  float4 x[kPerThread > 0 ? kPerThread : 1];
 #pragma unroll
-  for (int i = 0; i < kVectors / kThreads; ++i) {
-    const int v = (threadIdx.x + i * kThreads) * 4;
-    const float4 x = *reinterpret_cast<const float4*>(slice + v);
-    *reinterpret_cast<float4*>(small + v) =
-        make_float4(fusegen_tf32_rest(x.x), fusegen_tf32_rest(x.y), fusegen_tf32_rest(x.z), fusegen_tf32_rest(x.w));
-  }
+  for (int i = 0; i < kPerThread; ++i)
+    x[i] = *reinterpret_cast<const float4*>(slice + (threadIdx.x + i * kThreads) * 4);
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i)
+    *reinterpret_cast<float4*>(small + (threadIdx.x + i * kThreads) * 4) = make_float4(
+        fusegen_tf32_rest(x[i].x), fusegen_tf32_rest(x[i].y), fusegen_tf32_rest(x[i].z), fusegen_tf32_rest(x[i].w));
 }
 
 // One slice's TF32 products with wgmma for this thread's warpgroup (rows
