@@ -261,7 +261,9 @@ namespace fusegen_linear_relu_k0_impl {
 //              propagates) and combined into reduce_slot() with order-independent
 //              atomics; the launcher pre-fills that buffer with +inf / -inf. A NaN
 //              is stored as a bit pattern the atomics never replace, so the row
-//              result is NaN, as in torch.
+//              result is NaN, as in torch. With kRowReduceParts each tile
+//              stores its row result in a slot of its own instead (the
+//              readers combine them).
 //   column norm (kColumnNorm, a training batch_norm) the block is one tile wide
 //              and holds every row: its tiles are staged one below the other,
 //              epilogue() runs on them, a warp per column normalizes it over
@@ -295,6 +297,9 @@ namespace fusegen_linear_relu_k0_impl {
 //   "norm_eps"      constexpr float kNormEps   eps of the fused row or column norm
 //   "stats_group"   constexpr int kStatsGroup  0, or S of the partial statistics
 //   "row_reduce"    constexpr int kRowReduce   0 none, 1 min, 2 max
+//   "row_reduce_parts" constexpr bool kRowReduceParts  a tile stores its row
+//                                  result in reduce_slot() (one slot per tile)
+//                                  instead of combining it there with atomics
 //   "rows" / "cols" / "depth" / "batches"
 //                   long long gemm_rows(args) ...   extents M, N, K and batch count
 //   "a_offset"      long long a_offset(args, batch)   base offset of A for a batch
@@ -382,8 +387,9 @@ namespace fusegen_linear_relu_k0_impl {
 //                                  M2) triple of the statistics group whose
 //                                  first column is n, for the epilogue tile
 //                                  (64 rows) row_tile
-//   "reduce_slot"   float* reduce_slot(args, batch, m)  the row reduction's
-//                                  output element of row m
+//   "reduce_slot"   float* reduce_slot(args, batch, m, n)  the row reduction's
+//                                  output element of row m for the tile whose
+//                                  first column is n
 //   "column_stats"  void column_stats(args, batch, n, count, mean, m2)  the
 //                                  column norm's statistics of column n over
 //                                  count rows (running stats updates)
@@ -426,6 +432,8 @@ constexpr float kNormEps = 0.0f;
 constexpr int kStatsGroup = 0;
 
 constexpr int kRowReduce = 0;
+
+constexpr bool kRowReduceParts = false;
 
 __device__ __forceinline__ long long gemm_rows(const FusegenArgs& args) {
   (void)args;
@@ -537,10 +545,11 @@ __device__ __forceinline__ float* stats_slot(const FusegenArgs& args, long long 
   return nullptr;
 }
 
-__device__ __forceinline__ float* reduce_slot(const FusegenArgs& args, long long batch, long long m) {
+__device__ __forceinline__ float* reduce_slot(const FusegenArgs& args, long long batch, long long m, long long n) {
   (void)args;
   (void)batch;
   (void)m;
+  (void)n;
   return nullptr;
 }
 
@@ -1687,10 +1696,11 @@ __device__ __forceinline__ void normalize_tile(float* smem, int first_row, int e
 }
 
 // Reduces each row of the staged norm_apply() values over the tile's valid
-// columns and folds the result into reduce_slot(), for the rows in
-// [first_row, end_row).
+// columns and folds the result into reduce_slot() (or stores it there:
+// kRowReduceParts), for the rows in [first_row, end_row).
 __device__ __forceinline__ void reduce_tile_rows(const FusegenArgs& args, const float* smem, long long batch,
-                                                 long long m0, int first_row, int end_row, int valid_cols) {
+                                                 long long m0, long long n0, int first_row, int end_row,
+                                                 int valid_cols) {
   const int row = threadIdx.x / kParts, part = threadIdx.x % kParts;
   const float* values = smem + row * kTileStride;
   float result = kRowReduce == 1 ? __int_as_float(0x7f800000) : __int_as_float(0xff800000);
@@ -1703,8 +1713,12 @@ __device__ __forceinline__ void reduce_tile_rows(const FusegenArgs& args, const 
 #pragma unroll
   for (int offset = 1; offset < kParts; offset <<= 1)
     result = gemm_reduce_combine(result, __shfl_xor_sync(0xffffffffu, result, offset));
-  if (part == 0 && row >= first_row && row < end_row)
-    gemm_reduce_store(reduce_slot(args, batch, m0 + row), result);
+  if (part == 0 && row >= first_row && row < end_row) {
+    if constexpr (kRowReduceParts)
+      *reduce_slot(args, batch, m0 + row, n0) = result;
+    else
+      gemm_reduce_store(reduce_slot(args, batch, m0 + row, n0), result);
+  }
 }
 
 // Runs the epilogue stages on the accumulators of one tile. The accumulators
@@ -1764,7 +1778,7 @@ __device__ __forceinline__ void finish_staged_tile(const FusegenArgs& args, floa
   }
   if (kRowReduce != 0) {
     __syncthreads();
-    reduce_tile_rows(args, smem, batch, m0, first_row, last_row, valid_cols);
+    reduce_tile_rows(args, smem, batch, m0, n0, first_row, last_row, valid_cols);
   }
 }
 

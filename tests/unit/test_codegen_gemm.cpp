@@ -1099,16 +1099,44 @@ TEST(CodegenGemm, RastersTensorCoreGridsOnSm90) {
   expect_compiles(gemm_source(tail), "raster", false);
 }
 
+// Chain 75 small (256 columns, 4 tiles): each tile stores its row minimum in
+// a slot of its own and the bias add combines the 4 (no fill launch, no
+// atomics); at 8192 columns the tiles combine it with atomics after a fill.
+TEST(CodegenGemm, RowMinimumOverFewTilesIsPartialsTheReaderCombines) {
+  const std::string small_spec =
+      read_file(std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/small/75_gemm_groupnorm_min_biasadd.fg");
+  for (int arch : {80, 90}) {
+    SCOPED_TRACE("sm_" + std::to_string(arch));
+    const GeneratedCode small = generate(plans_of(small_spec, {{"N", 128}}), Precision::Strict, arch);
+    ASSERT_EQ(small.fusions.at(0).kernels.size(), 2u);
+    EXPECT_TRUE(launch_of(small, 0, 0).fills.empty()) << "no +inf fill before the GEMM";
+    const std::string gemm = kernel_text(small, "gemm_groupnorm_min_biasadd_k0");
+    EXPECT_EQ(constant_of(gemm, "kRowReduceParts"), "true");
+    EXPECT_TRUE(contains(gemm, "return args.buf[7] + (n / 64) * 128LL + m;")) << "slot [tile, row]";
+    const std::string add = kernel_text(small, "gemm_groupnorm_min_biasadd_k1");
+    EXPECT_TRUE(contains(add, "fusegen_minimum(fusegen_minimum(fusegen_minimum(args.buf[7][c2], args.buf[7][1LL * "
+                              "128LL + c2]), args.buf[7][2LL * 128LL + c2]), args.buf[7][3LL * 128LL + c2])"))
+        << add;
+    expect_compiles(small.source, "row reduce parts", arch == 80);
+  }
+  const std::string large_spec =
+      read_file(std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/75_gemm_groupnorm_min_biasadd.fg");
+  const GeneratedCode large = generate(plans_of(large_spec, {{"N", 64}}));
+  EXPECT_EQ(launch_of(large, 0, 0).fills.size(), 1u);
+  EXPECT_EQ(constant_of(kernel_text(large, "gemm_groupnorm_min_biasadd_k0"), "kRowReduceParts"), "false");
+}
+
 // A GEMM whose products read nothing a kernel before it in the call writes
 // lets the next kernel start at once and waits for the one before only after
 // its products, before its epilogue, and again at its end
-// (templates/gemm.cu "wait_late"): chain 75's GEMM runs its k loop beside
-// the fill of its row minimum. Where a kernel before it writes its operand,
-// or its own pass splits B first, it waits first.
+// (templates/gemm.cu "wait_late"): chain 75's GEMM (8192 columns: its row
+// minimum combined with atomics) runs its k loop beside the fill of its row
+// minimum. Where a kernel before it writes its operand, or its own pass
+// splits B first, it waits first.
 TEST(CodegenGemm, WaitsLateWhereNoKernelBeforeItWritesWhatItReads) {
   auto entry_of = [](const std::string& text) { return text.substr(text.find("__global__ void")); };
   const std::string chain75 =
-      read_file(std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/small/75_gemm_groupnorm_min_biasadd.fg");
+      read_file(std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/75_gemm_groupnorm_min_biasadd.fg");
   const GeneratedCode small = generate(plans_of(chain75, {{"N", 128}}));
   EXPECT_EQ(launch_of(small, 0, 0).fills.size(), 1u) << "+inf before the row minimum, launched before the GEMM";
   const std::string gemm = kernel_text(small, "gemm_groupnorm_min_biasadd_k0");

@@ -74,6 +74,37 @@ TEST(Planner, Chain75IsGemmWithRowMinThenBroadcastAdd) {
   EXPECT_EQ(plan.buffer(plan.kernels[0].writes[0]).role, PlanBuffer::Role::Intermediate);
 }
 
+// At the small shapes (256 columns: 4 tiles of 64) the row minimum stays one
+// partial per tile, [4, N], which the bias add combines: the GEMM needs no
+// fill and no atomics. Not at 8192 columns, nor when the minimum is an output.
+TEST(Planner, Chain75SmallKeepsTheRowMinimumAsPartials) {
+  const std::string small = read("specs/kernelbench/small/75_gemm_groupnorm_min_biasadd.fg");
+  Plan plan = plan_fusion(compile_one(small, {{"N", 128}}));
+  EXPECT_EQ(summary(plan), (Kernels{"gemm[linear | group_norm | min]", "elementwise[,add]"}));
+  EXPECT_EQ(plan.kernels[0].row_reduce_parts, 4);
+  ASSERT_EQ(plan.kernels[0].writes.size(), 1u);
+  const PlanBuffer& partials = plan.buffer(plan.kernels[0].writes[0]);
+  EXPECT_EQ(partials.combine, "min");
+  EXPECT_EQ(shape_str(partials.shape), "[256, 128]");
+  EXPECT_EQ(partials.ceil_div, (std::vector<int64_t>{64, 1}));
+  EXPECT_NE(print_plan(plan).find("t8 : f32[4, 128] intermediate"), std::string::npos) << print_plan(plan);
+  EXPECT_EQ(
+      plan_fusion(compile_one(read("specs/kernelbench/75_gemm_groupnorm_min_biasadd.fg"))).kernels[0].row_reduce_parts,
+      0);
+  Plan output = plan_fusion(compile_one(R"(
+fusion f {
+  input  x : f32[N, 64]
+  param  w : f32[128, 64]
+  h = linear(x, w)
+  h = group_norm(h, num_groups=4)
+  output m = min(h, dim=1, keepdim=true)
+  output y = m + 1.0
+}
+)"));
+  ASSERT_EQ(output.kernels[0].kind, KernelKind::Gemm);
+  EXPECT_EQ(output.kernels[0].row_reduce_parts, 0) << "m is an output: it holds the minimum itself";
+}
+
 TEST(Planner, Chain39IsGemmStatsFinalizeApply) {
   Plan plan = plan_fusion(compile_one(read("specs/kernelbench/39_gemm_scale_batchnorm.fg")));
   EXPECT_EQ(summary(plan), (Kernels{"gemm[linear,mul]", "stats-finalize[]", "elementwise[,batch_norm]"}));

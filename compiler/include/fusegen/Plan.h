@@ -43,6 +43,10 @@ struct PlanBuffer {
   // statistics per row tile); empty or 1 means the dim as is.
   std::vector<int64_t> ceil_div;
   std::string what;      // for statistics: what the floats are
+  // Partial results of a row minimum/maximum across GEMM tiles (KernelStep::
+  // row_reduce_parts): "min" or "max", which a reader applies over the parts
+  // (the allocation's dim 0) to get the value; empty for a plain buffer.
+  std::string combine;
 };
 const char* buffer_role_name(PlanBuffer::Role role);
 
@@ -63,6 +67,11 @@ struct KernelStep {
   // A strict linear over many rows: scratch for its weight's tf32 small
   // parts, which the GEMM may split once per call instead of in every block.
   BufferId b_split = kNoId;
+  // A GEMM whose row minimum/maximum crosses its 64-column tiles: 0 when the
+  // tiles combine it with atomics into the result (filled with +-inf first);
+  // P > 0 when each of the P tiles writes its own partial and the readers
+  // (elementwise kernels) combine them: no fill, no atomics.
+  int64_t row_reduce_parts = 0;
   std::vector<BufferId> reads;  // buffers read (sorted)
   std::vector<BufferId> writes; // buffers written (sorted)
   std::vector<std::string> notes; // why the kernel looks the way it does

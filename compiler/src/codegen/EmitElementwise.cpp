@@ -183,7 +183,11 @@ Result<KernelSource> emit_elementwise(const EmitContext& ctx) {
   Shape domain = domain_of(ctx);
   if (stored_values(ctx).empty())
     return Error{"internal error: elementwise kernel stores nothing"};
-  bool vectorize = !domain.empty() && domain.back().is_constant() && domain.back().value() % 4 == 0;
+  // (A row reduction kept as partials loads element by element.)
+  bool partials = false;
+  for (ValueId value : loaded_values(ctx))
+    partials = partials || !ctx.plan().buffer(ctx.plan().buffer_of(value)).combine.empty();
+  bool vectorize = !partials && !domain.empty() && domain.back().is_constant() && domain.back().value() % 4 == 0;
   int width = vectorize ? 4 : 1;
   std::string params = "const FusegenArgs& args, long long index";
   KernelSource source;

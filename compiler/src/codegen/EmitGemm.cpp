@@ -556,10 +556,16 @@ Result<std::vector<std::string>> column_stats_body(const EmitContext& ctx, const
   return body;
 }
 
+// The row reduction's slot: its one element per row (atomics), or with
+// partials per tile the tile's own: [tile, row].
 std::vector<std::string> reduce_slot_body(const EmitContext& ctx, const Stages& s) {
   if (!s.reduce)
     return {"return nullptr;"};
-  return {"return " + ctx.value_buffer(s.reduce->result) + " + m;"};
+  if (ctx.step().row_reduce_parts == 0)
+    return {"return " + ctx.value_buffer(s.reduce->result) + " + m;"};
+  const Shape& input = shape_of(ctx, s.reduce->operands[0]);
+  return {"return " + ctx.value_buffer(s.reduce->result) + " + (n / " + std::to_string(kTile) + ") * " +
+          ctx.dim(input[0]) + " + m;"};
 }
 
 std::vector<std::string> returns(const std::string& expr) { return {"return " + expr + ";"}; }
@@ -972,11 +978,13 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["norm_eps"] = "constexpr float kNormEps = " + eps + ";";
   hooks["stats_group"] = constant_hook("kStatsGroup", s.stats_group);
   hooks["row_reduce"] = constant_hook("kRowReduce", static_cast<int>(s.row_reduce));
+  hooks["row_reduce_parts"] = bool_hook("kRowReduceParts", ctx.step().row_reduce_parts > 0);
   hooks["cols"] = hook("long long", "gemm_cols", args, returns(g.cols));
   hooks["depth"] = hook("long long", "gemm_depth", args, returns(g.depth));
   hooks["norm_apply"] = hook("float", "norm_apply", norm_params, norm_apply_body(ctx, s));
   Params row_params = batch_args;
   row_params.list.push_back({"long long", "m"});
+  row_params.list.push_back({"long long", "n"});
   hooks["reduce_slot"] = hook("float*", "reduce_slot", row_params, reduce_slot_body(ctx, s));
   const bool wait_late = waits_late(ctx, variant);
   hooks["wait_late"] = bool_hook("kWaitLate", wait_late);
@@ -992,7 +1000,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
                         grid_stride_blocks(ctx, g.launch_batches, 1, kMaxGridYZ)};
   source.launch.block = kThreads;
   source.launch.shared_bytes = variant.shared_floats() * 4; // SIMT: static shared memory only
-  if (s.reduce) {
+  if (s.reduce && ctx.step().row_reduce_parts == 0) {
     float start = s.row_reduce == RowReduce::Min ? std::numeric_limits<float>::infinity()
                                                  : -std::numeric_limits<float>::infinity();
     source.launch.fills.push_back({ctx.plan().buffer_of(s.reduce->result), start});

@@ -41,7 +41,19 @@ std::string PointwiseEmitter::value(ValueId id) {
 
 std::string PointwiseEmitter::load(ValueId id) {
   const Shape& shape = ctx_.fusion().value(id).type.shape;
-  return ctx_.value_buffer(id) + "[" + broadcast_offset(ctx_, shape, coords_) + "]";
+  const std::string at = broadcast_offset(ctx_, shape, coords_);
+  const PlanBuffer& buffer = ctx_.plan().buffer(ctx_.plan().buffer_of(id));
+  if (buffer.combine.empty())
+    return ctx_.value_buffer(id) + "[" + at + "]";
+  // A row minimum/maximum as partials [parts, rows] (Plan.h): the value of
+  // row `at` combines its parts, in part order.
+  const int64_t parts = (buffer.shape[0].value() + buffer.ceil_div[0] - 1) / buffer.ceil_div[0];
+  const std::string combine = buffer.combine == "min" ? "fusegen_minimum" : "fusegen_maximum";
+  std::string expr = ctx_.value_buffer(id) + "[" + at + "]";
+  for (int64_t p = 1; p < parts; ++p)
+    expr = combine + "(" + expr + ", " + ctx_.value_buffer(id) + "[" + std::to_string(p) + "LL * " +
+           ctx_.dim(buffer.shape[1]) + " + " + at + "])";
+  return expr;
 }
 
 // The channel (dim 1) coordinate of a tensor of `rank` inside the domain.

@@ -90,12 +90,13 @@ void assign_buffers(Plan& plan) {
   // Arguments first, in declaration order, then outputs.
   std::vector<BufferId> value_buffer(fusion.values.size(), kNoId);
   for (ValueId id : fusion.arguments)
-    value_buffer[id] = add_buffer(plan, {fusion.value(id).name, PlanBuffer::Role::Argument, id,
-                                         fusion.value(id).type.shape, {}, ""});
+    value_buffer[id] = add_buffer(
+        plan, {fusion.value(id).name, PlanBuffer::Role::Argument, id, fusion.value(id).type.shape, {}, "", ""});
   for (const FusionOutput& output : fusion.outputs)
     if (value_buffer[output.value] == kNoId)
-      value_buffer[output.value] = add_buffer(plan, {output.name, PlanBuffer::Role::Output, output.value,
-                                                     fusion.value(output.value).type.shape, {}, ""});
+      value_buffer[output.value] = add_buffer(
+          plan,
+          {output.name, PlanBuffer::Role::Output, output.value, fusion.value(output.value).type.shape, {}, "", ""});
 
   // Values crossing kernels.
   for (const Node& node : fusion.nodes) {
@@ -108,9 +109,30 @@ void assign_buffers(Plan& plan) {
       const Node& producer = fusion.node(fusion.value(operand).producer);
       if (is_constant(producer) || kernel_of_value[operand] == consumer)
         continue;
-      value_buffer[operand] = add_buffer(plan, {"t" + std::to_string(operand), PlanBuffer::Role::Intermediate,
-                                                operand, fusion.value(operand).type.shape, {}, ""});
+      value_buffer[operand] = add_buffer(plan, {"t" + std::to_string(operand),
+                                                PlanBuffer::Role::Intermediate,
+                                                operand,
+                                                fusion.value(operand).type.shape,
+                                                {},
+                                                "",
+                                                ""});
     }
+  }
+
+  // A row minimum/maximum kept as one partial per column tile (the GEMM's
+  // row_reduce_parts): [parts, rows], read by combining the parts.
+  for (const KernelStep& step : plan.kernels) {
+    if (step.row_reduce_parts == 0)
+      continue;
+    const Node& reduce = fusion.node(step.stages.back().op);
+    const Shape& input = fusion.value(reduce.operands[0]).type.shape;
+    PlanBuffer& buffer = plan.buffers.at(value_buffer[reduce.result]);
+    buffer.shape = {input[1], input[0]};
+    buffer.ceil_div = {plan.options.gemm_tile_n, 1};
+    buffer.combine = reduce.op == "min" || reduce.op == "amin" ? "min" : "max";
+    buffer.what = "per " + std::to_string(plan.options.gemm_tile_n) + "-column tile and row: the " + buffer.combine +
+                  " of the tile's columns; readers take the " + buffer.combine + " of the " +
+                  std::to_string(step.row_reduce_parts) + " parts";
   }
 
   // Reads and writes of value buffers.
@@ -210,7 +232,8 @@ void assign_buffers(Plan& plan) {
                        fusion.value(weight).type.shape,
                        {},
                        "tf32 small parts of " + plan.buffers[source].name +
-                           ", split once per call where the GEMM runs on wgmma (sm_90)"};
+                           ", split once per call where the GEMM runs on wgmma (sm_90)",
+                       ""};
     step.b_split = add_buffer(plan, scratch);
     add_unique(step.writes, step.b_split);
     add_unique(step.reads, step.b_split);

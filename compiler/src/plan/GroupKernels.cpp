@@ -17,6 +17,11 @@ bool is_min_max(const std::string& op) {
 
 bool is_fusable_row_norm(const std::string& op) { return op == "group_norm" || op == "layer_norm"; }
 
+std::string row_reduce_atomics_note(const std::string& op) {
+  return op + " over the row runs in the epilogue: per-tile partial results combined with atomics "
+              "(order-independent, so deterministic)";
+}
+
 class Grouper {
 public:
   Grouper(const Fusion& fusion, const PlanOptions& options)
@@ -34,6 +39,7 @@ public:
     }
     finalize_unmerged_applies();
     merge_small_batch_norm_finalizes();
+    partial_row_reductions();
     for (size_t i = 0; i < kernels_.size(); ++i)
       kernels_[i].step.name = fusion_.name + "_k" + std::to_string(i);
     std::vector<KernelStep> steps;
@@ -343,8 +349,7 @@ private:
       open.step.stages.push_back({node.id, {}});
       open.set_tail(kNoId, true); // complete only after every column tile: no epilogue here
       producer_[node.result] = k;
-      note(k, node.op + " over the row runs in the epilogue: per-tile partial results combined with atomics "
-                        "(order-independent, so deterministic)");
+      note(k, row_reduce_atomics_note(node.op));
       return true;
     }
     if (open.step.kind == KernelKind::RowReduce && open.step.stages.size() == 1 &&
@@ -459,6 +464,43 @@ private:
         if (p > static_cast<int>(k))
           --p;
       --k;
+    }
+  }
+
+  // The most partials a reader combines per element.
+  static constexpr int64_t kMaxRowReduceParts = 8;
+
+  // A GEMM's row minimum/maximum across tiles (rule 6) over few known
+  // column tiles, read only by elementwise kernels: each tile writes its own
+  // partial and the readers combine them, so the GEMM needs no fill kernel
+  // before it (+-inf for the atomics) and no atomics (chain 75 small: 4
+  // tiles; bench/NOTES.md v35).
+  void partial_row_reductions() {
+    for (size_t k = 0; k < kernels_.size(); ++k) {
+      KernelStep& gemm = kernels_[k].step;
+      if (gemm.kind != KernelKind::Gemm || gemm.stages.size() != 3 || !is_min_max(stage_op(kernels_[k], 2).op))
+        continue;
+      const Node& reduce = stage_op(kernels_[k], 2);
+      const Shape& input = fusion_.value(reduce.operands[0]).type.shape;
+      if (input.size() != 2 || !input[1].is_constant() || is_output(fusion_, reduce.result))
+        continue;
+      const int64_t parts = (input[1].value() + options_.gemm_tile_n - 1) / options_.gemm_tile_n;
+      if (parts < 1 || parts > kMaxRowReduceParts)
+        continue;
+      bool elementwise_readers = true;
+      for (NodeId user : users_[reduce.result]) {
+        const int reader = producer_[fusion_.node(user).result];
+        const KernelStep& step = kernels_[static_cast<size_t>(reader)].step;
+        elementwise_readers = elementwise_readers && reader > static_cast<int>(k) &&
+                              step.kind == KernelKind::Elementwise && step.stats_in == kNoId &&
+                              std::find(step.prologue.begin(), step.prologue.end(), user) == step.prologue.end();
+      }
+      if (!elementwise_readers)
+        continue;
+      gemm.row_reduce_parts = parts;
+      std::replace(gemm.notes.begin(), gemm.notes.end(), row_reduce_atomics_note(reduce.op),
+                   reduce.op + " over the row runs in the epilogue: each of the " + std::to_string(parts) +
+                       " column tiles writes its partial result and the readers combine them (no atomics, no fill)");
     }
   }
 

@@ -253,7 +253,7 @@ TEST_F(FakeDriver, LaunchesFollowThePlan) {
 // Dependent launches need sm_90: on an sm_80 device every launch is an
 // ordinary one; the next call's first launch is ordinary on sm_90 too.
 TEST_F(FakeDriver, DependentLaunchesOnlyWithinACallOnSm90) {
-  const std::string spec = "specs/kernelbench/small/75_gemm_groupnorm_min_biasadd.fg"; // a fill and two kernels
+  const std::string spec = "specs/kernelbench/75_gemm_groupnorm_min_biasadd.fg"; // a fill and two kernels
   auto loaded = testing::load_module(testing::read_text(testing::source_path(spec)), spec);
   ASSERT_TRUE(loaded);
   Fusion concrete = specialized(*loaded, 128);
