@@ -186,7 +186,7 @@ Result<KernelSource> emit_elementwise(const EmitContext& ctx) {
   // (A row reduction kept as partials loads element by element.)
   bool partials = false;
   for (ValueId value : loaded_values(ctx))
-    partials = partials || !ctx.plan().buffer(ctx.plan().buffer_of(value)).combine.empty();
+    partials = partials || ctx.is_partials(value);
   bool vectorize = !partials && !domain.empty() && domain.back().is_constant() && domain.back().value() % 4 == 0;
   int width = vectorize ? 4 : 1;
   std::string params = "const FusegenArgs& args, long long index";

@@ -68,7 +68,7 @@ void bind_domain_loads(const EmitContext& ctx, const Shape& domain, const std::s
     for (ValueId value : ctx.fusion().node(id).operands) {
       if (value == kNoId || computed.count(value) || !bound.insert(value).second || !ctx.is_materialized(value) ||
           ctx.fusion().value(value).type.shape != domain ||
-          !ctx.plan().buffer(ctx.plan().buffer_of(value)).combine.empty()) // partials: PointwiseEmitter::load
+          ctx.is_partials(value)) // combined by PointwiseEmitter::load
         continue;
       std::string name = "x" + std::to_string(value);
       body.declare(name, "const float " + name + " = " + ctx.value_buffer(value) + "[" + index + "];");

@@ -42,9 +42,9 @@ std::string PointwiseEmitter::value(ValueId id) {
 std::string PointwiseEmitter::load(ValueId id) {
   const Shape& shape = ctx_.fusion().value(id).type.shape;
   const std::string at = broadcast_offset(ctx_, shape, coords_);
-  const PlanBuffer& buffer = ctx_.plan().buffer(ctx_.plan().buffer_of(id));
-  if (buffer.combine.empty())
+  if (!ctx_.is_partials(id))
     return ctx_.value_buffer(id) + "[" + at + "]";
+  const PlanBuffer& buffer = ctx_.plan().buffer(ctx_.plan().buffer_of(id));
   // A row minimum/maximum as partials [parts, rows] (Plan.h): the value of
   // row `at` combines its parts, in part order.
   const int64_t parts = (buffer.shape[0].value() + buffer.ceil_div[0] - 1) / buffer.ceil_div[0];
