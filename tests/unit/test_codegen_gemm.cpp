@@ -1126,6 +1126,27 @@ TEST(CodegenGemm, RowMinimumOverFewTilesIsPartialsTheReaderCombines) {
   EXPECT_EQ(constant_of(kernel_text(large, "gemm_groupnorm_min_biasadd_k0"), "kRowReduceParts"), "false");
 }
 
+// Chain 75's [N, 1] row minimum plus its [1, 8192, 1, 1] bias gives
+// [1, 8192, N, 1]: consecutive elements step N, so the add runs four at a
+// time along that dim (the [N, 1] minimum read as a float4, the bias once),
+// though the last dim is 1. One element per thread in 32768 blocks took 42
+// us for its 32 MB on the H100 (bench/NOTES.md v36).
+TEST(CodegenGemm, ElementwiseVectorsAlongTheInnermostDimThatIsNotOne) {
+  const std::string chain75 =
+      read_file(std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/75_gemm_groupnorm_min_biasadd.fg");
+  const GeneratedCode code = generate(plans_of(chain75, {{"N", 1024}}));
+  const std::string add = kernel_text(code, "gemm_groupnorm_min_biasadd_k1");
+  EXPECT_EQ(constant_of(add, "kVectorWidth"), "4");
+  EXPECT_TRUE(contains(add, "const float4 in8 = *reinterpret_cast<const float4*>(args.buf[7] + c2);")) << add;
+  EXPECT_TRUE(contains(add, "const float in5 = args.buf[5][c1];")) << add;
+  EXPECT_TRUE(contains(add, "*reinterpret_cast<float4*>(args.buf[6] + index) = out0;")) << add;
+  EXPECT_EQ(launch_of(code, 0, 1).grid[0].value, 8192) << "8M elements, 4 per thread";
+  expect_compiles(code.source, "vector along N", false);
+  // N = 1022 is not a multiple of 4: one element at a time.
+  const GeneratedCode odd = generate(plans_of(chain75, {{"N", 1022}}));
+  EXPECT_EQ(constant_of(kernel_text(odd, "gemm_groupnorm_min_biasadd_k1"), "kVectorWidth"), "1");
+}
+
 // A GEMM whose products read nothing a kernel before it in the call writes
 // lets the next kernel start at once and waits for the one before only after
 // its products, before its epilogue, and again at its end

@@ -117,12 +117,27 @@ Result<std::vector<std::string>> scalar_body(const EmitContext& ctx, const Shape
   return body.finish({"args", "index"});
 }
 
-// Four consecutive elements: operands that vary along the last dim are read
-// as one float4, operands broadcast along it once; outputs stored as float4.
+bool is_one(const Dim& dim) { return dim.is_constant() && dim.value() == 1; }
+
+// The dim that four consecutive elements step along: the innermost one not
+// of extent 1 (in [1, C, N, 1] the N, whose elements are contiguous), or -1
+// when every dim is 1 or there are none.
+int vector_dim(const Shape& domain) {
+  for (size_t d = domain.size(); d-- > 0;)
+    if (!is_one(domain[d]))
+      return static_cast<int>(d);
+  return -1;
+}
+
+// Four consecutive elements, along the vector dim: operands that vary along
+// it are read as one float4 (their dims after it are 1, as the domain's, so
+// its four elements are contiguous), operands broadcast along it once;
+// outputs stored as float4.
 Result<std::vector<std::string>> vector_body(const EmitContext& ctx, const Shape& domain) {
   Body body;
   declare_coordinates(ctx, domain, "index", body);
   std::vector<std::string> coords = coord_names(domain.size());
+  const int along = vector_dim(domain);
   Result<std::vector<PointwiseEmitter::NormTerms>> norm = split_batch_norm_terms(ctx, domain, 4, body);
   if (!norm)
     return Error{norm.error()};
@@ -130,7 +145,9 @@ Result<std::vector<std::string>> vector_body(const EmitContext& ctx, const Shape
   std::vector<std::pair<ValueId, std::string>> leaves; // value, float4 variable or "" for a scalar
   for (ValueId value : loaded_values(ctx)) {
     const Shape& shape = ctx.fusion().value(value).type.shape;
-    bool varies = !shape.empty() && !(shape.back().is_constant() && shape.back().value() == 1);
+    // Shapes broadcast from the right: the operand's dim under the domain's.
+    const int own = static_cast<int>(shape.size()) - static_cast<int>(domain.size()) + along;
+    bool varies = own >= 0 && !is_one(shape[static_cast<size_t>(own)]);
     std::string name = "in" + std::to_string(value);
     std::string offset = broadcast_offset(ctx, shape, coords);
     if (varies)
@@ -145,7 +162,8 @@ Result<std::vector<std::string>> vector_body(const EmitContext& ctx, const Shape
     body.declare("out" + std::to_string(o), "float4 out" + std::to_string(o) + ";");
   for (int lane = 0; lane < 4; ++lane) {
     std::vector<std::string> lane_coords = coords;
-    lane_coords.back() = "(" + coords.back() + " + " + std::to_string(lane) + ")";
+    lane_coords[static_cast<size_t>(along)] =
+        "(" + coords[static_cast<size_t>(along)] + " + " + std::to_string(lane) + ")";
     std::vector<std::string> lines;
     PointwiseEmitter pointwise(ctx, lines, domain, lane_coords);
     for (const auto& [value, vector] : leaves)
@@ -187,7 +205,11 @@ Result<KernelSource> emit_elementwise(const EmitContext& ctx) {
   bool partials = false;
   for (ValueId value : loaded_values(ctx))
     partials = partials || ctx.is_partials(value);
-  bool vectorize = !partials && !domain.empty() && domain.back().is_constant() && domain.back().value() % 4 == 0;
+  // A split batch_norm's per-lane terms step its channel, the last dim.
+  const int along = vector_dim(domain);
+  bool vectorize = !partials && along >= 0 && domain[static_cast<size_t>(along)].is_constant() &&
+                   domain[static_cast<size_t>(along)].value() % 4 == 0 &&
+                   (ctx.step().stats_in == kNoId || along + 1 == static_cast<int>(domain.size()));
   int width = vectorize ? 4 : 1;
   std::string params = "const FusegenArgs& args, long long index";
   KernelSource source;
