@@ -8,8 +8,9 @@
 //
 // Hook contract (checked by fusegen-template-tool against TemplateHooks.h):
 //   "block_size"   constexpr int kBlockSize     threads per block (multiple of 32)
-//   "vector_width" constexpr int kVectorWidth   1, or 4 when the domain's last
-//                                               dim is a multiple of 4
+//   "vector_width" constexpr int kVectorWidth   1, or 4 when the domain's
+//                                               innermost dim that is not 1
+//                                               is a multiple of 4
 //   "numel"        long long numel(args)        elements in the domain
 //   "vector_ok"    bool vector_ok(args)         float4 access is legal now
 //   "compute"      void compute(args, index)    computes and stores element index
