@@ -82,12 +82,14 @@ BufferId EmitContext::stats_buffer(NodeId norm, bool finalized) const {
   return kNoId;
 }
 
+bool is_unit(const Dim& dim) { return dim.is_constant() && dim.value() == 1; }
+
 std::string broadcast_offset(const EmitContext& ctx, const Shape& shape, const std::vector<std::string>& coords) {
   assert(shape.size() <= coords.size());
   size_t offset = coords.size() - shape.size();
   std::string result;
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d].is_constant() && shape[d].value() == 1)
+    if (is_unit(shape[d]))
       continue; // broadcast dim
     std::string stride = ctx.product(shape, d + 1, shape.size());
     std::string term = stride == "1LL" ? coords[d + offset] : coords[d + offset] + " * " + stride;

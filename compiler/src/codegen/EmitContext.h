@@ -77,6 +77,9 @@ struct KernelSource {
 
 using KernelEmitter = std::function<Result<KernelSource>(const EmitContext&)>;
 
+// A dim of known extent 1: broadcast against any extent.
+bool is_unit(const Dim& dim);
+
 // Row-major offset of an operand of `shape` broadcast against a domain whose
 // coordinates are `coords` (outermost first; the operand aligns right).
 std::string broadcast_offset(const EmitContext& ctx, const Shape& shape, const std::vector<std::string>& coords);

@@ -117,27 +117,24 @@ Result<std::vector<std::string>> scalar_body(const EmitContext& ctx, const Shape
   return body.finish({"args", "index"});
 }
 
-bool is_one(const Dim& dim) { return dim.is_constant() && dim.value() == 1; }
-
 // The dim that four consecutive elements step along: the innermost one not
 // of extent 1 (in [1, C, N, 1] the N, whose elements are contiguous), or -1
 // when every dim is 1 or there are none.
 int vector_dim(const Shape& domain) {
   for (size_t d = domain.size(); d-- > 0;)
-    if (!is_one(domain[d]))
+    if (!is_unit(domain[d]))
       return static_cast<int>(d);
   return -1;
 }
 
-// Four consecutive elements, along the vector dim: operands that vary along
-// it are read as one float4 (their dims after it are 1, as the domain's, so
-// its four elements are contiguous), operands broadcast along it once;
-// outputs stored as float4.
-Result<std::vector<std::string>> vector_body(const EmitContext& ctx, const Shape& domain) {
+// Four consecutive elements, along the vector dim `along`: operands that
+// vary along it are read as one float4 (their dims after it are 1, as the
+// domain's, so its four elements are contiguous), operands broadcast along it
+// once; outputs stored as float4.
+Result<std::vector<std::string>> vector_body(const EmitContext& ctx, const Shape& domain, int along) {
   Body body;
   declare_coordinates(ctx, domain, "index", body);
   std::vector<std::string> coords = coord_names(domain.size());
-  const int along = vector_dim(domain);
   Result<std::vector<PointwiseEmitter::NormTerms>> norm = split_batch_norm_terms(ctx, domain, 4, body);
   if (!norm)
     return Error{norm.error()};
@@ -147,7 +144,7 @@ Result<std::vector<std::string>> vector_body(const EmitContext& ctx, const Shape
     const Shape& shape = ctx.fusion().value(value).type.shape;
     // Shapes broadcast from the right: the operand's dim under the domain's.
     const int own = static_cast<int>(shape.size()) - static_cast<int>(domain.size()) + along;
-    bool varies = own >= 0 && !is_one(shape[static_cast<size_t>(own)]);
+    bool varies = own >= 0 && !is_unit(shape[static_cast<size_t>(own)]);
     std::string name = "in" + std::to_string(value);
     std::string offset = broadcast_offset(ctx, shape, coords);
     if (varies)
@@ -224,7 +221,7 @@ Result<KernelSource> emit_elementwise(const EmitContext& ctx) {
   if (!scalar)
     return Error{scalar.error()};
   Result<std::vector<std::string>> vector =
-      vectorize ? vector_body(ctx, domain) : std::vector<std::string>{"(void)args;", "(void)index;"};
+      vectorize ? vector_body(ctx, domain, along) : std::vector<std::string>{"(void)args;", "(void)index;"};
   if (!vector)
     return Error{vector.error()};
   source.hooks["compute"] = function_hook("void", "compute", params, scalar.value());

@@ -21,8 +21,6 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int64_t kMaxBlocks = 65536; // grid-stride beyond this
 
-bool is_unit(const Dim& dim) { return dim.is_constant() && dim.value() == 1; }
-
 // Declares the coordinates of `dims` (ascending dims of `shape`) as the
 // row-major decoding of flat `index` over their extents, and records their
 // names (or "0LL" for extent-1 dims) in `coords`.
