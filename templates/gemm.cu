@@ -859,7 +859,7 @@ __device__ __forceinline__ void gemm_wgmma_wait() {
 // (bench/NOTES.md v31).
 
 __device__ __forceinline__ void gemm_barrier_init(unsigned long long* barrier, unsigned int count) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(gemm_shared_address(barrier)), "r"(count) : "memory");
 #else
   (void)barrier;
@@ -1713,12 +1713,18 @@ __device__ __forceinline__ void finish_block_tc(const FusegenArgs& args, float* 
 //
 // Where the epilogue's rows are independent of each other (kSplitRows: no
 // column statistics, walked along rows, one epilogue tile per block), each
-// rank instead stages its accumulators as the epilogue tile, sums its own
-// 1/kSplitK of the tile's rows over the ranks (the same sums, in the same
-// order) and finishes those rows itself: chain 62 small's rank 0 spent 3.9
-// of the kernel's 9.4 us in the epilogue alone (bench/NOTES.md v27). With
-// column statistics instead (kSplitCols: groups of columns, all rows), each
-// rank takes a 1/kSplitK of the columns the same way (v28).
+// rank instead finishes its own 1/kSplitK of the tile's rows: chain 62
+// small's rank 0 spent 3.9 of the kernel's 9.4 us in the epilogue alone
+// (bench/NOTES.md v27). With column statistics (kSplitCols: groups of
+// columns, all rows) or a column norm, each rank finishes a 1/kSplitK of the
+// columns the same way (v28). These shares are pushed, not pulled (v40):
+// each thread writes its accumulators with st.async straight into the push
+// area of the rank whose share holds them, which counts the bytes on that
+// rank's mbarrier; a rank waits there for its share from every rank and adds
+// the parts in rank order (the sums of the pull before, in the same order).
+// A pull needs a cluster barrier with release semantics between the staging
+// and the reads, which the compiler makes a GPU-wide memory barrier: ncu put
+// 14% of chain 62 small's warp samples on the two ERRBARs of its pull.
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900 // (the host pass of nvcc checks nothing)
 constexpr bool kHaveClusters = true;
@@ -1802,6 +1808,96 @@ __device__ __forceinline__ void cluster_store(unsigned int address, float value)
 #endif
 }
 
+// The arrival half of a cluster barrier without release semantics (no
+// memory barrier): for ordering that needs none.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+}
+
+constexpr int kShareFloats = kShareRows * kShareCols;
+// Rank q's part of this rank's share at [q * kShareFloats]: element i of a
+// share is row i / kShareCols, column i % kShareCols of it.
+__shared__ __align__(16) float gemm_push_area[kSplitShares ? kSplitK * kShareFloats : 1];
+__shared__ unsigned long long gemm_push_barrier; // counts the bytes of the push area's phase
+
+// Arms the push barrier for the next share: its phase completes once every
+// rank's part has landed.
+__device__ __forceinline__ void arm_push_barrier() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("{ .reg .b64 state; mbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1; }" ::"r"(
+                   gemm_shared_address(&gemm_push_barrier)),
+               "r"(static_cast<unsigned int>(kSplitK * kShareFloats * 4))
+               : "memory");
+#endif
+}
+
+// At the kernel's start: the push barrier initialized and armed, and this
+// thread's arrival at the cluster barrier that the first push waits for (no
+// rank may signal a barrier before its owner initialized it).
+__device__ __forceinline__ void start_split_push() {
+  if (threadIdx.x == 0) {
+    gemm_barrier_init(&gemm_push_barrier, 1);
+    arm_push_barrier();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+  }
+  cluster_arrive_relaxed();
+}
+
+// Waits until the push barrier's phase with parity `parity` completed: the
+// other ranks' stores (released at cluster scope by their byte counts) are
+// then visible to this thread.
+__device__ __forceinline__ void push_barrier_wait(unsigned int parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned int address = gemm_shared_address(&gemm_push_barrier);
+  unsigned int done = 0;
+  do {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(address), "r"(parity)
+        : "memory");
+  } while (!done);
+#else
+  (void)parity;
+#endif
+}
+
+// Writes two adjacent floats into the push area of rank `owner` (at the
+// local address `at`, mapped) and counts them on its push barrier.
+__device__ __forceinline__ void push_pair(float* at, unsigned int owner, float x, float y) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(
+                   cluster_address(at, owner)),
+               "f"(x), "f"(y), "r"(cluster_address(reinterpret_cast<const float*>(&gemm_push_barrier), owner))
+               : "memory");
+#endif
+}
+
+// This thread's accumulators, each pair to the rank whose share holds it
+// (the fragment layout of stage_tile_tc: rows g and g + 8 of each 16-row
+// fragment, columns 2t and 2t + 1 of each 8-column one; a column norm's
+// rows are the block's).
+__device__ __forceinline__ void push_split_shares(const float (&acc)[kFragsM][kFragsN][4], unsigned int rank) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int warp_row = (warp / kWarpsN) * kWarpM, warp_col = (warp % kWarpsN) * kWarpN;
+  float* part = gemm_push_area + rank * kShareFloats;
+#pragma unroll
+  for (int i = 0; i < kFragsM; ++i)
+#pragma unroll
+    for (int j = 0; j < kFragsN; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = warp_row + i * 16 + h * 8 + g, col = warp_col + j * 8 + 2 * t;
+        const unsigned int owner = static_cast<unsigned int>(kSplitRows ? row / kShareRows : col / kShareCols);
+        const int at = kSplitRows ? (row % kShareRows) * kShareCols + col : row * kShareCols + col % kShareCols;
+        push_pair(part + at, owner, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+      }
+}
+
 // f(accumulator, its staging offset) for each of this thread's accumulators:
 // element i of thread t is staged at i * kThreads + t.
 template <typename F>
@@ -1840,31 +1936,33 @@ __device__ __forceinline__ bool reduce_split_k(float* smem, float (&acc)[kFragsM
 }
 
 // kSplitShares: the cluster's sums of this rank's share of the block (its
-// rows, or its columns), and their epilogue. A rank reads the others'
-// shared memory only at its own share, which no other rank writes, so one
-// cluster barrier before the reads is enough; the arrival after them lets
-// each rank wait, at its end, until no rank reads its shared memory any more
-// (a block's shared memory must outlive every read of it). Shared memory is
-// free on entry.
+// rows, or its columns), pushed by every rank, and their epilogue. Shared
+// memory is free on entry. The cluster barrier's wait pairs with the arrival
+// at the kernel's start (every push barrier is initialized) or at the end of
+// the previous block (every rank has read its push area); the arrival here
+// follows this rank's reads of its push area, whose values are stored
+// before it, so it needs no release. gemm_main waits for the last arrival.
 __device__ __forceinline__ void finish_split_share(const FusegenArgs& args, float* smem, const GemmExtents& e,
                                                    long long batch, long long m0, long long n0,
-                                                   const float (&acc)[kFragsM][kFragsN][4]) {
-  stage_block_tc(smem, acc);
-  cluster_sync(); // every rank's tile is staged
+                                                   const float (&acc)[kFragsM][kFragsN][4], unsigned int& pushes) {
   const int rank = static_cast<int>(cluster_rank());
   const int first_row = kSplitRows ? rank * kShareRows : 0;
   const int first_col = kSplitCols || kSplitColumnNorm ? rank * kShareCols : 0;
+  cluster_wait();
+  push_split_shares(acc, static_cast<unsigned int>(rank));
+  push_barrier_wait(pushes++ & 1u);
 #pragma unroll
-  for (int v = 0; v < kShareRows * kShareCols / kThreads; ++v) {
+  for (int v = 0; v < kShareFloats / kThreads; ++v) {
     const int index = v * kThreads + static_cast<int>(threadIdx.x);
-    float* element = smem + (first_row + index / kShareCols) * kTileStride + first_col + index % kShareCols;
-    float sum = cluster_load(cluster_address(element, 0));
+    float sum = gemm_push_area[index];
 #pragma unroll
-    for (unsigned int q = 1; q < kSplitK; ++q)
-      sum += cluster_load(cluster_address(element, q));
-    *element = sum; // read above by this thread alone
+    for (int q = 1; q < kSplitK; ++q)
+      sum += gemm_push_area[q * kShareFloats + index];
+    smem[(first_row + index / kShareCols) * kTileStride + first_col + index % kShareCols] = sum;
   }
-  cluster_arrive(); // this rank reads no other rank's shared memory from here on
+  if (threadIdx.x == 0)
+    arm_push_barrier(); // the phase cannot complete before this thread's arrival
+  cluster_arrive_relaxed();
   __syncthreads();
   if (m0 < e.rows && n0 < e.cols) { // the same for every rank
     if constexpr (kColumnNorm)
@@ -1872,14 +1970,13 @@ __device__ __forceinline__ void finish_split_share(const FusegenArgs& args, floa
     else
       finish_staged_tile<kShareRows, kShareCols>(args, smem, e, batch, m0 / kTileM, m0, n0, first_row, first_col);
   }
-  cluster_wait();
 }
 
 // One output block on tensor cores: its products (this rank's share with
 // split-K), the cluster's sum, and the epilogue in the rank that holds it
 // (each rank its share with kSplitShares).
 __device__ __forceinline__ void tensor_core_block(const FusegenArgs& args, float* smem, const GemmExtents& e,
-                                                  long long batch, long long m0, long long n0) {
+                                                  long long batch, long long m0, long long n0, unsigned int& pushes) {
   float acc[kFragsM][kFragsN][4] = {};
   if constexpr (kWgmma)
     accumulate_block_wgmma(args, smem, e, batch, m0, n0, acc);
@@ -1890,7 +1987,7 @@ __device__ __forceinline__ void tensor_core_block(const FusegenArgs& args, float
   if constexpr (kWaitLate)
     fusegen_grid_wait();
   if constexpr (kSplitShares) {
-    finish_split_share(args, smem, e, batch, m0, n0, acc);
+    finish_split_share(args, smem, e, batch, m0, n0, acc, pushes);
     return;
   }
   if constexpr (kSplitK > 1)
@@ -1911,22 +2008,9 @@ __device__ __forceinline__ long long raster_block(long long s, long long row_blo
   return (first_row + within % rows) * column_blocks + within / rows;
 }
 
-__device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
-  // SIMT: static shared memory; tensor cores: the launch's dynamic shared
-  // memory (more than the static 48 KB limit).
-  __shared__ __align__(16) float static_smem[kInnerProduct == 0 ? kSharedFloats : 1];
-  extern __shared__ __align__(16) float fusegen_gemm_dynamic_smem[];
-  float* smem = kInnerProduct == 0 ? static_smem : fusegen_gemm_dynamic_smem;
-  if constexpr (kWgmma) // the 128-byte swizzle repeats every 1024 bytes
-    smem += (1024 - gemm_shared_address(smem) % 1024) % 1024 / 4;
-  fill_depth_table(args);
-  GemmExtents e{gemm_rows(args), gemm_cols(args), gemm_depth(args), 0, 0};
-  e.slices = (e.depth + kTileK - 1) / kTileK;
-  if constexpr (kSplitK > 1) { // this rank's share of the slices
-    const long long share = (e.slices + kSplitK - 1) / kSplitK;
-    e.first_slice = min(e.slices, share * cluster_rank());
-    e.slices = min(e.slices - e.first_slice, share);
-  }
+// The launch's output blocks for this block (a cluster's with split-K).
+__device__ __forceinline__ void gemm_blocks(const FusegenArgs& args, float* smem, const GemmExtents& e,
+                                            unsigned int& pushes) {
   const long long batches = gemm_batches(args);
   const long long row_blocks = (e.rows + kBlockM - 1) / kBlockM;
   // grid.x covers the column blocks exactly (up to 2^31 - 1 of them), kSplitK
@@ -1941,7 +2025,7 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
     if (block < row_blocks * column_blocks) {
       if constexpr (kRasterRows > 0)
         block = raster_block(block, row_blocks, column_blocks);
-      tensor_core_block(args, smem, e, 0, (block / column_blocks) * kBlockM, (block % column_blocks) * kBlockN);
+      tensor_core_block(args, smem, e, 0, (block / column_blocks) * kBlockM, (block % column_blocks) * kBlockN, pushes);
     }
     return;
   }
@@ -1965,9 +2049,33 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
           fusegen_grid_wait();
         finish_tile(args, smem, e, batch, m0 / kBlockM, m0, n0, acc);
       } else {
-        tensor_core_block(args, smem, e, batch, m0, n0);
+        tensor_core_block(args, smem, e, batch, m0, n0, pushes);
       }
     }
+}
+
+__device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
+  // SIMT: static shared memory; tensor cores: the launch's dynamic shared
+  // memory (more than the static 48 KB limit).
+  __shared__ __align__(16) float static_smem[kInnerProduct == 0 ? kSharedFloats : 1];
+  extern __shared__ __align__(16) float fusegen_gemm_dynamic_smem[];
+  float* smem = kInnerProduct == 0 ? static_smem : fusegen_gemm_dynamic_smem;
+  if constexpr (kWgmma) // the 128-byte swizzle repeats every 1024 bytes
+    smem += (1024 - gemm_shared_address(smem) % 1024) % 1024 / 4;
+  if constexpr (kSplitShares)
+    start_split_push();
+  fill_depth_table(args);
+  GemmExtents e{gemm_rows(args), gemm_cols(args), gemm_depth(args), 0, 0};
+  e.slices = (e.depth + kTileK - 1) / kTileK;
+  if constexpr (kSplitK > 1) { // this rank's share of the slices
+    const long long share = (e.slices + kSplitK - 1) / kSplitK;
+    e.first_slice = min(e.slices, share * cluster_rank());
+    e.slices = min(e.slices - e.first_slice, share);
+  }
+  unsigned int pushes = 0; // shares this block pushed: its push barrier's phase
+  gemm_blocks(args, smem, e, pushes);
+  if constexpr (kSplitShares)
+    cluster_wait(); // for the last arrival: no rank signals this block's barrier any more
 }
 
 extern "C" {
