@@ -1111,16 +1111,25 @@ __device__ __forceinline__ void gemm_barrier_arrive(unsigned long long* barrier)
 #endif
 }
 
-// Waits (acquire) until the phase of `barrier` with parity `parity` completed.
+// Waits (acquire, at the block's scope or with kCluster the cluster's) until
+// the phase of `barrier` with parity `parity` completed.
+template <bool kCluster = false>
 __device__ __forceinline__ void gemm_barrier_wait(unsigned long long* barrier, unsigned int parity) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const unsigned int address = gemm_shared_address(barrier);
   unsigned int done = 0;
   do {
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                 : "=r"(done)
-                 : "r"(address), "r"(parity)
-                 : "memory");
+    if constexpr (kCluster)
+      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 "
+                   "%0, 1, 0, p; }"
+                   : "=r"(done)
+                   : "r"(address), "r"(parity)
+                   : "memory");
+    else
+      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                   : "=r"(done)
+                   : "r"(address), "r"(parity)
+                   : "memory");
   } while (!done);
 #else
   (void)barrier;
@@ -2064,25 +2073,6 @@ __device__ __forceinline__ void start_split_push() {
   cluster_arrive_relaxed();
 }
 
-// Waits until the push barrier's phase with parity `parity` completed: the
-// other ranks' stores (released at cluster scope by their byte counts) are
-// then visible to this thread.
-__device__ __forceinline__ void push_barrier_wait(unsigned int parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned int address = gemm_shared_address(&gemm_push_barrier);
-  unsigned int done = 0;
-  do {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(address), "r"(parity)
-        : "memory");
-  } while (!done);
-#else
-  (void)parity;
-#endif
-}
-
 // Writes two adjacent floats into the push area of rank `owner` (at the
 // local address `at`, mapped) and counts them on its push barrier.
 __device__ __forceinline__ void push_pair(float* at, unsigned int owner, float x, float y) {
@@ -2167,7 +2157,9 @@ __device__ __forceinline__ void finish_split_share(const FusegenArgs& args, floa
   const int first_col = kSplitCols || kSplitColumnNorm ? rank * kShareCols : 0;
   cluster_wait();
   push_split_shares(acc, static_cast<unsigned int>(rank));
-  push_barrier_wait(pushes++ & 1u);
+  // The other ranks' stores are released at the cluster's scope by their
+  // byte counts: acquired at the same scope.
+  gemm_barrier_wait<true>(&gemm_push_barrier, pushes++ & 1u);
 #pragma unroll
   for (int v = 0; v < kShareFloats / kThreads; ++v) {
     const int index = v * kThreads + static_cast<int>(threadIdx.x);
