@@ -255,7 +255,10 @@ TEST_F(GpuRuntime, AutotunedKernelsMatchTheReference) {
 // and add their sums in distributed shared memory): shares of unequal length
 // (29 slices of 32 over 8 blocks, the last slice partial), partial row and
 // column blocks and a row norm in the epilogue, against the reference in
-// both precisions.
+// both precisions. Each kind of share the ranks push (templates/gemm.cu
+// "split-K"): rows (split_linear, split_norm), a column norm's columns
+// (split_stats at N = 50, where a block holds the batch) and columns with
+// partial statistics (split_stats at N = 130).
 TEST_F(GpuRuntime, SplitKMatchesTheReference) {
   const std::string text = R"(
 fusion split_linear {
@@ -270,6 +273,15 @@ fusion split_norm {
   param g : f32[128]
   param beta : f32[128]
   output y = group_norm(linear(x, w), num_groups=4, weight=g, bias=beta, eps=1e-5)
+}
+fusion split_stats {
+  input x : f32[N, 900]
+  param w : f32[128, 900]
+  param g : f32[128]
+  param beta : f32[128]
+  state mean : f32[128]
+  state var : f32[128]
+  output y = batch_norm(linear(x, w), mean, var, weight=g, bias=beta, training=true, momentum=0.1, eps=1e-5)
 }
 )";
   expect_every_fusion_matches_reference(
