@@ -1588,23 +1588,31 @@ __device__ __forceinline__ void finish_tile(const FusegenArgs& args, float* smem
   finish_staged_tile(args, smem, e, batch, row_tile, m0, n0);
 }
 
+// Where this thread's first accumulator lies in the block (row, column):
+// acc[i][j][2h + e] is at (row + 16i + 8h, column + 8j + e). The C layout of
+// the tensor cores' fragments: (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8,
+// 2t + 1), a warp's fragments kWarpM x kWarpN of the block.
+__device__ __forceinline__ void fragment_origin(int& row, int& column) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  row = (warp / kWarpsN) * kWarpM + lane / 4;
+  column = (warp % kWarpsN) * kWarpN + 2 * (lane % 4);
+}
+
 // Tensor cores: stages this thread's accumulator fragments that lie in
-// epilogue tile (tm, tn) at their places in the tile ([kTileM][kTileStride];
-// C layout: (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)).
+// epilogue tile (tm, tn) at their places in the tile ([kTileM][kTileStride]).
 __device__ __forceinline__ void stage_tile_tc(float* smem, const float (&acc)[kFragsM][kFragsN][4], int tm, int tn) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int warp_row = (warp / kWarpsN) * kWarpM, warp_col = (warp % kWarpsN) * kWarpN;
-  if (warp_row / kTileM != tm)
+  int row0, col0;
+  fragment_origin(row0, col0);
+  if (row0 / kTileM != tm) // a warp's rows lie in one tile
     return;
-  const int r0 = warp_row % kTileM + g;
 #pragma unroll
   for (int i = 0; i < kFragsM; ++i)
 #pragma unroll
     for (int j = 0; j < kFragsN; ++j) {
-      const int column = warp_col + j * 8; // a fragment lies in one tile
+      const int column = col0 + j * 8; // a fragment lies in one tile
       if (column / kTileN != tn)
         continue;
-      float* at = smem + (r0 + i * 16) * kTileStride + column % kTileN + 2 * t;
+      float* at = smem + (row0 % kTileM + i * 16) * kTileStride + column % kTileN;
       at[0] = acc[i][j][0];
       at[1] = acc[i][j][1];
       at[8 * kTileStride] = acc[i][j][2];
@@ -1868,12 +1876,10 @@ __device__ __forceinline__ void push_pair(float* at, unsigned int owner, float x
 }
 
 // This thread's accumulators, each pair to the rank whose share holds it
-// (the fragment layout of stage_tile_tc: rows g and g + 8 of each 16-row
-// fragment, columns 2t and 2t + 1 of each 8-column one; a column norm's
-// rows are the block's).
+// (a column norm's rows are the block's).
 __device__ __forceinline__ void push_split_shares(const float (&acc)[kFragsM][kFragsN][4], unsigned int rank) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int warp_row = (warp / kWarpsN) * kWarpM, warp_col = (warp % kWarpsN) * kWarpN;
+  int row0, col0;
+  fragment_origin(row0, col0);
   float* part = gemm_push_area + rank * kShareFloats;
 #pragma unroll
   for (int i = 0; i < kFragsM; ++i)
@@ -1881,7 +1887,7 @@ __device__ __forceinline__ void push_split_shares(const float (&acc)[kFragsM][kF
     for (int j = 0; j < kFragsN; ++j)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int row = warp_row + i * 16 + h * 8 + g, col = warp_col + j * 8 + 2 * t;
+        const int row = row0 + i * 16 + h * 8, col = col0 + j * 8;
         const unsigned int owner = static_cast<unsigned int>(kSplitRows ? row / kShareRows : col / kShareCols);
         const int at = kSplitRows ? (row % kShareRows) * kShareCols + col : row * kShareCols + col % kShareCols;
         push_pair(part + at, owner, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
