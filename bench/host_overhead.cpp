@@ -1,7 +1,8 @@
 // Host time per call of a tiny fusion (y[1, 16] = a + b, the one
 // bench/kernelbench.py's measure_overhead times from Python) through the C++
-// API (Function::call) and the C API (fusegen_function_call), with and
-// without the driver's pointer checks. The kernels are compiled (or taken
+// API (Function::call, BoundCall::launch) and the C API
+// (fusegen_function_call, fusegen_bound_call_launch), with and without the
+// driver's pointer checks. The kernels are compiled (or taken
 // from the disk cache) before timing; every timed call launches.
 //
 //   fusegen_bench_host_overhead [--calls N] [--driver auto|real|fake] [--cache-dir DIR]
@@ -104,12 +105,19 @@ void cpp_api(const std::string& cache_dir, bool check_pointers, int calls) {
         f.call({{"a", a.data(), {1, 16}}, {"b", b.data(), {1, 16}}}, {{"y", y.data(), {1, 16}}});
       },
       synchronize, calls);
+  const int64_t shape[] = {1, 16};
+  const fusegen::TensorRef refs[] = {{"a", nullptr, shape, 2}, {"b", nullptr, shape, 2}, {"y", nullptr, shape, 2}};
+  fusegen::BoundCall bound = f.bind(refs, 2, refs + 2, 1);
+  const void* data[] = {a.data(), b.data()};
+  const void* out_data[] = {y.data()};
+  Timing launched = time_calls([&] { bound.launch(data, out_data); }, synchronize, calls);
   rt.synchronize();
   std::vector<float> host(16);
   rt.copy_to_host(host.data(), y.data(), 64);
   std::string label = std::string("C++ Function::call, check_pointers=") + (check_pointers ? "on" : "off");
   report((label + ", vectors reused").c_str(), prebuilt);
   report((label + ", vectors per call").c_str(), built);
+  report((std::string("C++ BoundCall::launch, check_pointers=") + (check_pointers ? "on" : "off")).c_str(), launched);
 }
 
 void c_api(const std::string& cache_dir, bool check_pointers, int calls) {
@@ -138,8 +146,21 @@ void c_api(const std::string& cache_dir, bool check_pointers, int calls) {
           check(FUSEGEN_ERROR_INTERNAL, "fusegen_function_call");
       },
       [&] { check(fusegen_runtime_synchronize(rt, nullptr), "fusegen_runtime_synchronize"); }, calls);
+  fusegen_bound_call* bound = nullptr;
+  check(fusegen_function_bind(f, arguments, 2, outputs, 1, &bound), "fusegen_function_bind");
+  const void* data[] = {a.data(), b.data()};
+  const void* out_data[] = {y.data()};
+  Timing launched = time_calls(
+      [&] {
+        if (fusegen_bound_call_launch(bound, data, out_data, nullptr) != FUSEGEN_OK)
+          check(FUSEGEN_ERROR_INTERNAL, "fusegen_bound_call_launch");
+      },
+      [&] { check(fusegen_runtime_synchronize(rt, nullptr), "fusegen_runtime_synchronize"); }, calls);
   check(fusegen_runtime_synchronize(rt, nullptr), "fusegen_runtime_synchronize");
-  report((std::string("C fusegen_function_call, check_pointers=") + (check_pointers ? "on" : "off")).c_str(), t);
+  const char* pointers = check_pointers ? "on" : "off";
+  report((std::string("C fusegen_function_call, check_pointers=") + pointers).c_str(), t);
+  report((std::string("C fusegen_bound_call_launch, check_pointers=") + pointers).c_str(), launched);
+  fusegen_bound_call_destroy(bound);
   fusegen_function_destroy(f);
   fusegen_program_destroy(program);
   fusegen_runtime_destroy(rt);

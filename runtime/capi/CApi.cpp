@@ -15,13 +15,17 @@
 struct fusegen_runtime {
   std::unique_ptr<fusegen::Runtime> runtime;
   std::string cache_dir;
-  std::mutex device_mutex;  // guards device_name
+  std::mutex device_mutex; // guards device_name
   std::string device_name; // filled by fusegen_runtime_device
 };
 
 struct fusegen_program {
   fusegen::Program program;
   std::vector<std::string> function_names;
+};
+
+struct fusegen_bound_call {
+  fusegen::BoundCall call;
 };
 
 struct fusegen_function {
@@ -115,8 +119,7 @@ std::vector<int64_t> shape_of(const fusegen_tensor& tensor, const char* list, in
 
 // The C tensors of a call as the C++ API's TensorArg or TensorOut (`list`
 // names the array in messages: "arguments" or "outputs").
-template <class Tensor>
-std::vector<Tensor> tensors_of(const fusegen_tensor* tensors, int32_t count, const char* list) {
+template <class Tensor> std::vector<Tensor> tensors_of(const fusegen_tensor* tensors, int32_t count, const char* list) {
   if (count < 0 || (count > 0 && !tensors))
     throw Invalid{std::string(list) + ": " + std::to_string(count) + " tensors at " + (tensors ? "an array" : "NULL")};
   std::vector<Tensor> out;
@@ -247,8 +250,7 @@ fusegen_status fusegen_runtime_stats(const fusegen_runtime* runtime, fusegen_sta
     require(runtime, "runtime");
     require(out, "out");
     fusegen::Stats s = runtime->runtime->stats();
-    *out = {s.calls,      s.memory_hits, s.generations,  s.compiles,
-            s.disk_loads, s.disk_writes, s.disk_rejects, s.tunings};
+    *out = {s.calls, s.memory_hits, s.generations, s.compiles, s.disk_loads, s.disk_writes, s.disk_rejects, s.tunings};
   });
 }
 
@@ -352,8 +354,7 @@ int32_t fusegen_function_tensor_count(const fusegen_function* function) {
   return function ? static_cast<int32_t>(function->tensors.size()) : -1;
 }
 
-fusegen_status fusegen_function_tensor_info(const fusegen_function* function, int32_t index,
-                                            fusegen_tensor_info* out) {
+fusegen_status fusegen_function_tensor_info(const fusegen_function* function, int32_t index, fusegen_tensor_info* out) {
   return guarded([&] {
     require(function, "function");
     require(out, "out");
@@ -373,7 +374,8 @@ fusegen_status fusegen_function_output_shapes(const fusegen_function* function, 
                                               int32_t argument_count, int64_t* shapes, int32_t capacity) {
   return guarded([&] {
     require(function, "function");
-    std::vector<std::vector<int64_t>> result = function->function.output_shapes(arguments_of(arguments, argument_count));
+    std::vector<std::vector<int64_t>> result =
+        function->function.output_shapes(arguments_of(arguments, argument_count));
     size_t needed = 0;
     for (const std::vector<int64_t>& shape : result)
       needed += shape.size();
@@ -386,30 +388,63 @@ fusegen_status fusegen_function_output_shapes(const fusegen_function* function, 
   });
 }
 
+// The tensors as references, on the stack for the usual few: a call
+// allocates nothing here. Throws Invalid for a malformed array.
+class TensorRefs {
+public:
+  TensorRefs(const fusegen_tensor* tensors, int32_t count, const char* list) {
+    if (count > kOnStack) {
+      heap_.resize(static_cast<size_t>(count));
+      refs_ = heap_.data();
+    }
+    refs_of(tensors, count, list, refs_);
+  }
+  TensorRefs(const TensorRefs&) = delete;
+  TensorRefs& operator=(const TensorRefs&) = delete;
+  const fusegen::TensorRef* data() const { return refs_; }
+
+private:
+  static constexpr int32_t kOnStack = 16;
+  std::array<fusegen::TensorRef, kOnStack> stack_;
+  std::vector<fusegen::TensorRef> heap_;
+  fusegen::TensorRef* refs_ = stack_.data();
+};
+
 fusegen_status fusegen_function_call(const fusegen_function* function, const fusegen_tensor* arguments,
                                      int32_t argument_count, const fusegen_tensor* outputs, int32_t output_count,
                                      void* stream) {
   return guarded([&] {
     require(function, "function");
-    // On the stack for the usual few tensors: a call allocates nothing here.
-    constexpr int32_t kOnStack = 16;
-    std::array<fusegen::TensorRef, kOnStack> arg_stack, out_stack;
-    std::vector<fusegen::TensorRef> arg_heap, out_heap;
-    fusegen::TensorRef* args = arg_stack.data();
-    fusegen::TensorRef* outs = out_stack.data();
-    if (argument_count > kOnStack) {
-      arg_heap.resize(static_cast<size_t>(argument_count));
-      args = arg_heap.data();
-    }
-    if (output_count > kOnStack) {
-      out_heap.resize(static_cast<size_t>(output_count));
-      outs = out_heap.data();
-    }
-    refs_of(arguments, argument_count, "arguments", args);
-    refs_of(outputs, output_count, "outputs", outs);
-    function->function.call(args, static_cast<size_t>(argument_count), outs, static_cast<size_t>(output_count), stream);
+    TensorRefs args(arguments, argument_count, "arguments");
+    TensorRefs outs(outputs, output_count, "outputs");
+    function->function.call(args.data(), static_cast<size_t>(argument_count), outs.data(),
+                            static_cast<size_t>(output_count), stream);
   });
 }
+
+fusegen_status fusegen_function_bind(const fusegen_function* function, const fusegen_tensor* arguments,
+                                     int32_t argument_count, const fusegen_tensor* outputs, int32_t output_count,
+                                     fusegen_bound_call** out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(function, "function");
+    TensorRefs args(arguments, argument_count, "arguments");
+    TensorRefs outs(outputs, output_count, "outputs");
+    *out = new fusegen_bound_call{function->function.bind(args.data(), static_cast<size_t>(argument_count), outs.data(),
+                                                          static_cast<size_t>(output_count))};
+  });
+}
+
+fusegen_status fusegen_bound_call_launch(const fusegen_bound_call* call, const void* const* argument_data,
+                                         const void* const* output_data, void* stream) {
+  return guarded([&] {
+    require(call, "call");
+    call->call.launch(argument_data, output_data, stream);
+  });
+}
+
+void fusegen_bound_call_destroy(fusegen_bound_call* call) { delete call; }
 
 fusegen_status fusegen_function_prepare(const fusegen_function* function, const char* const* dim_names,
                                         const int64_t* dim_values, int32_t count) {

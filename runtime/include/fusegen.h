@@ -66,6 +66,7 @@ typedef enum fusegen_tensor_kind {
 typedef struct fusegen_runtime fusegen_runtime;
 typedef struct fusegen_program fusegen_program;
 typedef struct fusegen_function fusegen_function;
+typedef struct fusegen_bound_call fusegen_bound_call;
 
 /* A tensor of a call: contiguous row-major data in device memory. */
 typedef struct fusegen_tensor {
@@ -105,8 +106,8 @@ typedef struct fusegen_tensor_info {
 } fusegen_tensor_info;
 
 /* ---- errors and versions ---- */
-FUSEGEN_API const char* fusegen_version(void);            /* "0.1.0" */
-FUSEGEN_API int32_t fusegen_c_api_version(void);          /* FUSEGEN_C_API_VERSION of the library */
+FUSEGEN_API const char* fusegen_version(void);               /* "0.1.0" */
+FUSEGEN_API int32_t fusegen_c_api_version(void);             /* FUSEGEN_C_API_VERSION of the library */
 FUSEGEN_API const char* fusegen_status_name(int32_t status); /* "argument", ...; "unknown" otherwise */
 /* The message of the last failed call on this thread ("" if none). Valid until this thread's next fusegen call. */
 FUSEGEN_API const char* fusegen_last_error(void);
@@ -125,14 +126,14 @@ FUSEGEN_API fusegen_status fusegen_runtime_device(fusegen_runtime* runtime, cons
 FUSEGEN_API fusegen_status fusegen_runtime_synchronize(fusegen_runtime* runtime, void* stream);
 
 /* ---- programs ---- */
-FUSEGEN_API fusegen_status fusegen_program_load_file(fusegen_runtime* runtime, const char* path,
-                                                     fusegen_program** out);
+FUSEGEN_API fusegen_status fusegen_program_load_file(fusegen_runtime* runtime, const char* path, fusegen_program** out);
 /* `name` (may be NULL) is the file name used in diagnostics. */
-FUSEGEN_API fusegen_status fusegen_program_load_string(fusegen_runtime* runtime, const char* text,
-                                                       const char* name, fusegen_program** out);
+FUSEGEN_API fusegen_status fusegen_program_load_string(fusegen_runtime* runtime, const char* text, const char* name,
+                                                       fusegen_program** out);
 FUSEGEN_API void fusegen_program_destroy(fusegen_program* program);
 FUSEGEN_API int32_t fusegen_program_function_count(const fusegen_program* program); /* -1 for NULL */
-FUSEGEN_API const char* fusegen_program_function_name(const fusegen_program* program, int32_t index); /* NULL if out of range */
+FUSEGEN_API const char* fusegen_program_function_name(const fusegen_program* program,
+                                                      int32_t index); /* NULL if out of range */
 FUSEGEN_API fusegen_status fusegen_program_function(const fusegen_program* program, const char* name,
                                                     fusegen_function** out);
 
@@ -158,6 +159,21 @@ FUSEGEN_API fusegen_status fusegen_function_call(const fusegen_function* functio
 /* Compiles and loads the kernels for these dim values without launching. */
 FUSEGEN_API fusegen_status fusegen_function_prepare(const fusegen_function* function, const char* const* dim_names,
                                                     const int64_t* dim_values, int32_t count);
+
+/* ---- bound calls: repeated calls of one shape ---- */
+/* Binds calls with tensors of these names and shapes, in this order (data is not read), and loads their
+ * kernels: each fusegen_bound_call_launch then takes only the data pointers, skipping the names and shapes
+ * that fusegen_function_call matches on every call. Fails as loading fails (spec, compile, driver errors);
+ * the tensors themselves are checked at launch. The bound call stays valid after the function is
+ * destroyed; destroy it with fusegen_bound_call_destroy. */
+FUSEGEN_API fusegen_status fusegen_function_bind(const fusegen_function* function, const fusegen_tensor* arguments,
+                                                 int32_t argument_count, const fusegen_tensor* outputs,
+                                                 int32_t output_count, fusegen_bound_call** out);
+/* fusegen_function_call with the bound tensors and these data pointers: argument_data[i] and output_data[j]
+ * for the bind's i-th argument and j-th output. The same checks, errors and results. Thread-safe. */
+FUSEGEN_API fusegen_status fusegen_bound_call_launch(const fusegen_bound_call* call, const void* const* argument_data,
+                                                     const void* const* output_data, void* stream);
+FUSEGEN_API void fusegen_bound_call_destroy(fusegen_bound_call* call);
 
 #ifdef __cplusplus
 } /* extern "C" */

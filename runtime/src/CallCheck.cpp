@@ -159,8 +159,8 @@ void check_device_pointers(const DriverApi& api, int ordinal, const Fusion& fusi
 }
 
 void check_device_pointers(const DriverApi& api, int ordinal, const Fusion& fusion,
-                           const std::vector<CUdeviceptr>& arguments, const std::vector<int64_t>& argument_bytes,
-                           const std::vector<CUdeviceptr>& outputs, const std::vector<int64_t>& output_bytes) {
+                           std::span<const CUdeviceptr> arguments, std::span<const int64_t> argument_bytes,
+                           std::span<const CUdeviceptr> outputs, std::span<const int64_t> output_bytes) {
   auto check = [&](const std::string& name, CUdeviceptr address, int64_t bytes) {
     if (bytes == 0)
       return;

@@ -9,6 +9,7 @@
 #include "fusegen/Runtime.h"
 #include "fusegen/Specialize.h"
 
+#include <span>
 #include <vector>
 
 namespace fusegen::runtime {
@@ -36,8 +37,8 @@ CheckedCall check_call(const Fusion& fusion, const std::vector<TensorArg>& argum
 void check_device_pointers(const DriverApi& api, int ordinal, const Fusion& fusion, const CheckedCall& call);
 // The same for pointers and sizes in the fusion's argument and output order.
 void check_device_pointers(const DriverApi& api, int ordinal, const Fusion& fusion,
-                           const std::vector<CUdeviceptr>& arguments, const std::vector<int64_t>& argument_bytes,
-                           const std::vector<CUdeviceptr>& outputs, const std::vector<int64_t>& output_bytes);
+                           std::span<const CUdeviceptr> arguments, std::span<const int64_t> argument_bytes,
+                           std::span<const CUdeviceptr> outputs, std::span<const int64_t> output_bytes);
 
 // Compares the given output shapes with the specialized fusion's.
 void check_output_shapes(const Fusion& fusion, const CheckedCall& call,

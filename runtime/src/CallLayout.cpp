@@ -28,10 +28,7 @@ bool positive_bytes(const int64_t* shape, size_t rank, int64_t& bytes) {
   return true;
 }
 
-bool pointer_ok(const void* data) {
-  auto address = reinterpret_cast<uintptr_t>(data);
-  return address != 0 && address % kTensorAlignment == 0;
-}
+bool pointer_ok(CUdeviceptr address) { return address != 0 && address % kTensorAlignment == 0; }
 
 } // namespace
 
@@ -67,6 +64,17 @@ CallLayout::CallLayout(const Fusion& fusion) : symbols_(fusion.symbols()) {
 
 bool CallLayout::quick_check(const TensorRef* arguments, size_t argument_count, const TensorRef* outputs,
                              size_t output_count, Quick& out) const {
+  if (!match_shapes(arguments, argument_count, outputs, output_count, out))
+    return false;
+  for (size_t i = 0; i < out.arguments.size(); ++i)
+    out.arguments[i] = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(arguments[out.argument_given[i]].data));
+  for (size_t i = 0; i < out.outputs.size(); ++i)
+    out.outputs[i] = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(outputs[out.output_given[i]].data));
+  return pointers_usable(out.arguments.data(), out.argument_bytes.data(), out.outputs.data(), out.output_bytes.data());
+}
+
+bool CallLayout::match_shapes(const TensorRef* arguments, size_t argument_count, const TensorRef* outputs,
+                              size_t output_count, Quick& out) const {
   const size_t n_args = arguments_.size(), n_outs = outputs_.size();
   if (argument_count != n_args || output_count != n_outs || n_args + n_outs > 64)
     return false;
@@ -75,6 +83,7 @@ bool CallLayout::quick_check(const TensorRef* arguments, size_t argument_count, 
   out.argument_bytes.assign(n_args, 0);
   out.outputs.assign(n_outs, 0);
   out.output_bytes.assign(n_outs, 0);
+  out.argument_given.assign(n_args, 0);
   out.output_given.assign(n_outs, 0);
 
   // Every argument named once (with the counts equal: exactly the fusion's).
@@ -105,10 +114,10 @@ bool CallLayout::quick_check(const TensorRef* arguments, size_t argument_count, 
       bound = extent;
     }
     int64_t bytes = 0;
-    if (!positive_bytes(given.shape, given.rank, bytes) || !pointer_ok(given.data))
+    if (!positive_bytes(given.shape, given.rank, bytes))
       return false;
-    out.arguments[static_cast<size_t>(i)] = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(given.data));
     out.argument_bytes[static_cast<size_t>(i)] = bytes;
+    out.argument_given[static_cast<size_t>(i)] = j;
   }
 
   seen = 0;
@@ -134,12 +143,23 @@ bool CallLayout::quick_check(const TensorRef* arguments, size_t argument_count, 
       }
     }
     int64_t bytes = 0;
-    if (!positive_bytes(given.shape, given.rank, bytes) || !pointer_ok(given.data))
+    if (!positive_bytes(given.shape, given.rank, bytes))
       return false;
-    out.outputs[static_cast<size_t>(i)] = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(given.data));
     out.output_bytes[static_cast<size_t>(i)] = bytes;
     out.output_given[static_cast<size_t>(i)] = j;
   }
+  return true;
+}
+
+bool CallLayout::pointers_usable(const CUdeviceptr* arguments, const int64_t* argument_bytes,
+                                 const CUdeviceptr* outputs, const int64_t* output_bytes) const {
+  const size_t n_args = arguments_.size(), n_outs = outputs_.size();
+  for (size_t i = 0; i < n_args; ++i)
+    if (!pointer_ok(arguments[i]))
+      return false;
+  for (size_t i = 0; i < n_outs; ++i)
+    if (!pointer_ok(outputs[i]))
+      return false;
 
   // No written tensor may overlap another.
   auto overlaps = [](CUdeviceptr a, int64_t a_bytes, CUdeviceptr b, int64_t b_bytes) {
@@ -148,15 +168,15 @@ bool CallLayout::quick_check(const TensorRef* arguments, size_t argument_count, 
   for (size_t i = 0; i < n_args; ++i) {
     for (size_t k = i + 1; k < n_args; ++k)
       if ((arguments_[i].written || arguments_[k].written) &&
-          overlaps(out.arguments[i], out.argument_bytes[i], out.arguments[k], out.argument_bytes[k]))
+          overlaps(arguments[i], argument_bytes[i], arguments[k], argument_bytes[k]))
         return false;
     for (size_t k = 0; k < n_outs; ++k)
-      if (overlaps(out.arguments[i], out.argument_bytes[i], out.outputs[k], out.output_bytes[k]))
+      if (overlaps(arguments[i], argument_bytes[i], outputs[k], output_bytes[k]))
         return false;
   }
   for (size_t i = 0; i < n_outs; ++i)
     for (size_t k = i + 1; k < n_outs; ++k)
-      if (overlaps(out.outputs[i], out.output_bytes[i], out.outputs[k], out.output_bytes[k]))
+      if (overlaps(outputs[i], output_bytes[i], outputs[k], output_bytes[k]))
         return false;
   return true;
 }

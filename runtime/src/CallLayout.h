@@ -36,13 +36,23 @@ public:
     std::vector<CUdeviceptr> outputs;
     std::vector<int64_t> argument_bytes;
     std::vector<int64_t> output_bytes;
-    std::vector<size_t> output_given; // output i is outputs[output_given[i]] of the call
+    std::vector<size_t> argument_given; // argument i is arguments[argument_given[i]] of the call
+    std::vector<size_t> output_given;   // output i is outputs[output_given[i]] of the call
   };
   // True, with `out` filled (its vectors reused), when the call is of the
   // common form and check_call would accept it with the same result; false
   // when check_call must look at it (an error, or a zero-size call).
   bool quick_check(const TensorRef* arguments, size_t argument_count, const TensorRef* outputs, size_t output_count,
                    Quick& out) const;
+  // quick_check's two halves. match_shapes: the names and shapes only (data
+  // pointers are not read; out's pointers are left zero). pointers_usable:
+  // the data pointers of a call that matched, in fusion order, with their
+  // byte sizes: none null or misaligned, no written tensor overlapping
+  // another.
+  bool match_shapes(const TensorRef* arguments, size_t argument_count, const TensorRef* outputs, size_t output_count,
+                    Quick& out) const;
+  bool pointers_usable(const CUdeviceptr* arguments, const int64_t* argument_bytes, const CUdeviceptr* outputs,
+                       const int64_t* output_bytes) const;
 
   DimBindings bindings(const std::vector<int64_t>& dims) const;
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <bit>
+#include <cassert>
 #include <limits>
 
 namespace fusegen::runtime {
@@ -187,15 +188,17 @@ void LoadedFusion::launch_kernel(CUfunction function, const std::array<unsigned,
   FUSEGEN_CU(api_, cuLaunchKernelEx, &config, function, params, nullptr);
 }
 
-void LoadedFusion::launch(const std::vector<CUdeviceptr>& arguments, const std::vector<CUdeviceptr>& outputs,
+void LoadedFusion::launch(std::span<const CUdeviceptr> arguments, std::span<const CUdeviceptr> outputs,
                           CUstream stream) {
   CUdeviceptr workspace = plan_.workspace_bytes > 0 ? workspace_for(stream) : 0;
   FusegenArgsHost args{};
   for (size_t i = 0; i < plan_.buffers.size(); ++i) {
     int source = buffer_source_[i];
+    assert(source == kWorkspaceSource || (source >= 0 ? static_cast<size_t>(source) < arguments.size()
+                                                      : static_cast<size_t>(-1 - source) < outputs.size()));
     args.buf[i] = source == kWorkspaceSource ? workspace + static_cast<CUdeviceptr>(buffer_offset_[i])
-                  : source >= 0              ? arguments.at(static_cast<size_t>(source))
-                                             : outputs.at(static_cast<size_t>(-1 - source));
+                  : source >= 0              ? arguments[static_cast<size_t>(source)]
+                                             : outputs[static_cast<size_t>(-1 - source)];
   }
   void* kernel_params[] = {&args};
   bool first = true; // the first launch waits for the stream's earlier work as usual
@@ -224,7 +227,8 @@ void LoadedFusion::launch(const std::vector<CUdeviceptr>& arguments, const std::
   }
   for (size_t c = 0; c < plan_.copies.size(); ++c) {
     const OutputCopy& copy = plan_.copies[c];
-    FUSEGEN_CU(api_, cuMemcpyDtoDAsync_v2, outputs.at(copy_output_[c]), args.buf[copy.buffer],
+    assert(copy_output_[c] < outputs.size());
+    FUSEGEN_CU(api_, cuMemcpyDtoDAsync_v2, outputs[copy_output_[c]], args.buf[copy.buffer],
                static_cast<size_t>(copy.bytes), stream);
   }
 }

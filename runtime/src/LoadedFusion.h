@@ -12,6 +12,7 @@
 #include <array>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,9 +34,9 @@ public:
   const std::vector<std::vector<int64_t>>& output_shapes() const { return output_shapes_; }
 
   // Enqueues the fusion on `stream`. `arguments` and `outputs` are device
-  // addresses in the fusion's argument and output order. The context must
-  // be current.
-  void launch(const std::vector<CUdeviceptr>& arguments, const std::vector<CUdeviceptr>& outputs, CUstream stream);
+  // addresses in the fusion's argument and output order (all of them). The
+  // context must be current.
+  void launch(std::span<const CUdeviceptr> arguments, std::span<const CUdeviceptr> outputs, CUstream stream);
 
   // Frees the workspace kept for `stream` (not the per-thread default
   // stream), whose work must have finished: for a stream about to be

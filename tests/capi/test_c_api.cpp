@@ -89,8 +89,8 @@ TEST(CApi, SpecErrorsCarryFileLineColumn) {
   fusegen_runtime* rt = nullptr;
   ASSERT_EQ(fusegen_runtime_create(0, nullptr, &rt), FUSEGEN_OK);
   fusegen_program* prog = nullptr;
-  EXPECT_EQ(fusegen_program_load_string(rt, "fusion f {\n  input x : f32[4]\n  output y = frobnicate(x)\n}\n",
-                                        "bad.fg", &prog),
+  EXPECT_EQ(fusegen_program_load_string(rt, "fusion f {\n  input x : f32[4]\n  output y = frobnicate(x)\n}\n", "bad.fg",
+                                        &prog),
             FUSEGEN_ERROR_SPEC);
   EXPECT_EQ(prog, nullptr);
   EXPECT_NE(std::string(fusegen_last_error()).find("bad.fg:3:14"), std::string::npos) << fusegen_last_error();
@@ -164,13 +164,57 @@ TEST(CApi, OutputShapesFollowTheArguments) {
   EXPECT_NE(std::string(fusegen_last_error()).find("'x'"), std::string::npos) << fusegen_last_error();
 }
 
+// Bound calls: misuse is Invalid; tensors that do not fit bind without
+// loading and each launch fails as fusegen_function_call does.
+TEST(CApi, BoundCallsCheckAsCallsDo) {
+  Handles h;
+  open(h);
+  alignas(16) static float memory[4096];
+  std::vector<int64_t> xs{2, 4, 8, 8}, ss{4, 1, 1}, cs{1}, ys{2, 4, 4, 4}, wrong{2, 5, 8, 8};
+  fusegen_tensor args[] = {tensor("x", nullptr, wrong), tensor("s", nullptr, ss), tensor("count", nullptr, cs)};
+  fusegen_tensor outs[] = {tensor("y", nullptr, ys), tensor("z", nullptr, ys)};
+  fusegen_bound_call* bound = nullptr;
+  EXPECT_EQ(fusegen_function_bind(h.fn, args, 3, outs, 2, nullptr), FUSEGEN_ERROR_INVALID);
+  EXPECT_EQ(fusegen_function_bind(nullptr, args, 3, outs, 2, &bound), FUSEGEN_ERROR_INVALID);
+  EXPECT_EQ(bound, nullptr);
+  EXPECT_EQ(fusegen_function_bind(h.fn, nullptr, 3, outs, 2, &bound), FUSEGEN_ERROR_INVALID);
+  fusegen_tensor typed[] = {args[0], args[1], args[2]};
+  typed[1].dtype = 3;
+  EXPECT_EQ(fusegen_function_bind(h.fn, typed, 3, outs, 2, &bound), FUSEGEN_ERROR_ARGUMENT); // as a call
+  EXPECT_NE(std::string(fusegen_last_error()).find("float32"), std::string::npos);
+
+  ASSERT_EQ(fusegen_function_bind(h.fn, args, 3, outs, 2, &bound), FUSEGEN_OK) << fusegen_last_error();
+  const void* data[] = {memory, memory + 1024, memory + 1040};
+  const void* out_data[] = {memory + 2048, memory + 3072};
+  for (int i = 0; i < 3; ++i)
+    args[i].data = const_cast<void*>(data[i]);
+  for (int i = 0; i < 2; ++i)
+    outs[i].data = const_cast<void*>(out_data[i]);
+  EXPECT_EQ(fusegen_function_call(h.fn, args, 3, outs, 2, nullptr), FUSEGEN_ERROR_ARGUMENT);
+  const std::string by_call = fusegen_last_error();
+  EXPECT_NE(by_call.find("'x'"), std::string::npos) << by_call;
+  EXPECT_EQ(fusegen_bound_call_launch(bound, data, out_data, nullptr), FUSEGEN_ERROR_ARGUMENT);
+  EXPECT_EQ(fusegen_last_error(), by_call);
+  EXPECT_EQ(fusegen_bound_call_launch(nullptr, data, out_data, nullptr), FUSEGEN_ERROR_INVALID);
+  EXPECT_EQ(fusegen_bound_call_launch(bound, nullptr, out_data, nullptr), FUSEGEN_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(fusegen_last_error()).find("arguments array is null"), std::string::npos);
+  fusegen_bound_call_destroy(bound);
+  fusegen_bound_call_destroy(nullptr);
+
+  // Tensors that fit: binding loads the kernels, which needs the driver.
+  args[0] = tensor("x", nullptr, xs);
+  bound = nullptr;
+  fusegen_status status = fusegen_function_bind(h.fn, args, 3, outs, 2, &bound);
+  EXPECT_TRUE(status == FUSEGEN_ERROR_NO_DRIVER || status == FUSEGEN_OK) << fusegen_last_error();
+  fusegen_bound_call_destroy(bound);
+}
+
 TEST(CApi, BadCallsAreRejectedBeforeTheDriver) {
   Handles h;
   open(h);
   alignas(16) static float memory[4096];
   std::vector<int64_t> xs{2, 4, 8, 8}, ss{4, 1, 1}, cs{1}, ys{2, 4, 4, 4};
-  fusegen_tensor args[] = {tensor("x", memory, xs), tensor("s", memory + 1024, ss),
-                           tensor("count", memory + 1040, cs)};
+  fusegen_tensor args[] = {tensor("x", memory, xs), tensor("s", memory + 1024, ss), tensor("count", memory + 1040, cs)};
   fusegen_tensor outs[] = {tensor("y", memory + 2048, ys), tensor("z", memory + 3072, ys)};
 
   // Missing tensor, unknown output, wrong dtype, misaligned, null arrays.

@@ -121,6 +121,7 @@ struct RuntimeOptions {
 
 class Runtime;
 class Function;
+class BoundCall;
 struct RuntimeState;
 struct ProgramState;
 struct FunctionState;
@@ -180,10 +181,41 @@ public:
   // without launching, so that a later call does not wait.
   void prepare(const std::map<std::string, int64_t>& dims) const;
 
+  // Binds calls with tensors of these names and shapes, in this order (data
+  // pointers are not read): their kernels are loaded now, and each launch of
+  // the BoundCall takes only the data pointers. Throws what loading throws
+  // (ErrorKind::Spec, Compile, Driver); everything about the tensors is
+  // checked at launch, as call() checks it.
+  BoundCall bind(const TensorRef* arguments, size_t argument_count, const TensorRef* outputs,
+                 size_t output_count) const;
+
 private:
   friend class Program;
+  friend class BoundCall;
   std::shared_ptr<RuntimeState> runtime_;
   std::shared_ptr<const FunctionState> state_;
+};
+
+// Calls of one Function with tensors of one set of names and shapes
+// (Function::bind), for callers that repeat a shape (the Python package binds
+// each one it sees): a launch is call() with those tensors and the given
+// data pointers, with the same checks, errors and results, but without
+// matching names and shapes again. Cheap to copy; launches are thread-safe.
+class BoundCall {
+public:
+  // `arguments[i]` and `outputs[j]` are the data of the bind's i-th argument
+  // and j-th output. Pointers that call() would refuse (null, misaligned,
+  // written tensors that overlap), a context other than the bind's, or
+  // tensors that did not fit take call()'s own path, which words the error.
+  void launch(const void* const* arguments, const void* const* outputs, void* stream = nullptr) const;
+
+  size_t argument_count() const;
+  size_t output_count() const;
+
+private:
+  friend class Function;
+  struct State;
+  std::shared_ptr<const State> state_;
 };
 
 // A loaded spec: its fusions by name.

@@ -505,6 +505,123 @@ TEST_F(FakeDriver, AlternatingShapesAndContexts) {
   EXPECT_EQ(rt.stats().calls, 10u);
 }
 
+// A bound call launches what call() launches, with the same checks and
+// messages: bound in another order than the signature's, across contexts,
+// with bad pointers, with shapes that do not fit, and at zero size.
+TEST_F(FakeDriver, BoundCallsLaunchAsCallsDo) {
+  auto loaded = testing::load_module(testing::kElementwiseSpec);
+  Runtime rt(0, options());
+  Function f = rt.load_string(testing::kElementwiseSpec).function("scale_relu");
+  Tensors t(rt, specialized(*loaded, 64)); // x: [64, 64], s: [64], y: [64, 64]
+  auto refs = [](const auto& tensors) {
+    std::vector<TensorRef> out;
+    for (const auto& tensor : tensors)
+      out.push_back({tensor.name, tensor.data, tensor.shape.data(), tensor.shape.size()});
+    return out;
+  };
+  std::vector<TensorRef> args = refs(t.args), outs = refs(t.outs);
+  std::swap(args[0], args[1]); // s, x
+  auto message = [](const std::function<void()>& run) {
+    try {
+      run();
+    } catch (const RuntimeError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+
+  const int loads = g_fake->module_loads;
+  BoundCall bound = f.bind(args.data(), args.size(), outs.data(), outs.size());
+  EXPECT_EQ(g_fake->module_loads, loads + 1);
+  EXPECT_EQ(bound.argument_count(), 2u);
+  EXPECT_EQ(bound.output_count(), 1u);
+  f.call(t.args, t.outs);
+  const std::vector<unsigned char> by_call = kernel_launches().back().params;
+  reset_fake();
+  const void* data[] = {t.args[1].data, t.args[0].data};
+  const void* out_data[] = {t.outs[0].data};
+  bound.launch(data, out_data);
+  ASSERT_EQ(kernel_launches().size(), 1u);
+  EXPECT_EQ(kernel_launches()[0].params, by_call);
+  EXPECT_EQ(count_calls("cuModuleLoadData"), 0u);
+  EXPECT_EQ(count_calls("cuPointerGetAttributes"), 3u); // the pointer checks, as call() makes them
+  EXPECT_EQ(rt.stats().calls, 2u);
+
+  // New tensors of the same shapes.
+  Tensors other(rt, specialized(*loaded, 64));
+  const void* other_data[] = {other.args[1].data, other.args[0].data};
+  const void* other_out[] = {other.outs[0].data};
+  bound.launch(other_data, other_out);
+  FusegenArgsHost launched = args_of(kernel_launches().back());
+  std::set<unsigned long long> given;
+  for (const void* p : {other_data[0], other_data[1], other_out[0]})
+    given.insert(reinterpret_cast<uintptr_t>(p));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(given.count(launched.buf[i])) << "buffer " << i;
+
+  // Pointers call() refuses: the same messages, nothing launched.
+  alignas(16) static float host[64 * 64];
+  auto refused = [&](const void* x, const void* s, const void* y) {
+    const void* bound_data[] = {s, x};
+    const void* bound_out[] = {y};
+    std::string by_bound = message([&] { bound.launch(bound_data, bound_out); });
+    std::string called = message([&] {
+      f.call({{"x", x, {64, 64}}, {"s", s, {64}}}, {{"y", const_cast<void*>(y), {64, 64}}});
+    });
+    EXPECT_EQ(by_bound, called);
+    return by_bound;
+  };
+  const size_t launches = kernel_launches().size();
+  EXPECT_EQ(refused(nullptr, t.args[1].data, t.outs[0].data), "fusion 'scale_relu': tensor 'x' is a null pointer");
+  EXPECT_NE(refused(static_cast<const char*>(t.args[0].data) + 4, t.args[1].data, t.outs[0].data).find("aligned"),
+            std::string::npos);
+  EXPECT_NE(refused(t.args[0].data, t.args[1].data, t.args[0].data).find("overlap"), std::string::npos);
+  EXPECT_NE(refused(host, t.args[1].data, t.outs[0].data).find("is not CUDA memory"), std::string::npos);
+  EXPECT_EQ(kernel_launches().size(), launches);
+  EXPECT_EQ(message([&] { bound.launch(nullptr, out_data); }),
+            "fusion 'scale_relu': a bound call's arguments array is null");
+  EXPECT_EQ(message([&] { BoundCall().launch(data, out_data); }), "launch of a BoundCall that no Function::bind made");
+
+  // In a context of the caller's: call()'s path, which loads the kernels there.
+  struct {
+    int device = 0; // the fake's context: the device it is on
+  } user_context;   // outlives the runtime, whose modules unload in it
+  const auto context = reinterpret_cast<CUcontext>(&user_context);
+  const runtime::DriverApi& api = runtime::driver();
+  ASSERT_EQ(api.cuCtxPushCurrent_v2(context), CUDA_SUCCESS);
+  const int loads_in_primary = g_fake->module_loads;
+  bound.launch(data, out_data);
+  EXPECT_EQ(kernel_launches().back().context, static_cast<void*>(context));
+  EXPECT_EQ(g_fake->module_loads, loads_in_primary + 1); // not the primary context's module
+  CUcontext popped = nullptr;
+  ASSERT_EQ(api.cuCtxPopCurrent_v2(&popped), CUDA_SUCCESS);
+  bound.launch(data, out_data);
+  EXPECT_NE(kernel_launches().back().context, static_cast<void*>(context));
+
+  // Shapes that do not fit: bound without loading; each launch says what call() says.
+  const int64_t wide[] = {64, 65};
+  std::vector<TensorRef> unfit = args;
+  unfit[1].shape = wide;
+  const int loads_before = g_fake->module_loads;
+  BoundCall wrong = f.bind(unfit.data(), unfit.size(), outs.data(), outs.size());
+  EXPECT_EQ(g_fake->module_loads, loads_before);
+  EXPECT_EQ(message([&] { wrong.launch(data, out_data); }),
+            message([&] { f.call(unfit.data(), unfit.size(), outs.data(), outs.size()); }));
+  EXPECT_NE(message([&] { wrong.launch(data, out_data); }).find("'x'"), std::string::npos);
+
+  // Zero size: nothing launched, as with call().
+  const int64_t empty[] = {0, 64};
+  std::vector<TensorRef> none = refs(t.args), none_out = refs(t.outs);
+  none[0].shape = empty;
+  none_out[0].shape = empty;
+  BoundCall zero = f.bind(none.data(), none.size(), none_out.data(), none_out.size());
+  reset_fake();
+  const void* zero_data[] = {nullptr, t.args[1].data};
+  const void* zero_out[] = {nullptr};
+  zero.launch(zero_data, zero_out);
+  EXPECT_TRUE(kernel_launches().empty());
+}
+
 // Misuse of the TensorRef overload is an error naming the fusion.
 TEST_F(FakeDriver, TensorRefMisuse) {
   Runtime rt(0, options());
