@@ -46,6 +46,8 @@ import tempfile
 import time
 import traceback
 
+import launch_floor  # beside this file; the standard library only
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHAINS = ("62", "75", "39", "85")
 TOLERANCE = {"strict": 1e-4, "tf32": 1e-2}
@@ -325,6 +327,10 @@ def measure_overhead(calls, cache_dir):
         f = runtime.load_string(TINY_SPEC, name="tiny.fg").function()
         cases[label] = lambda f=f: f(a=a, b=b)
         cases[label + " out="] = lambda f=f: f(a=a, b=b, out={"y": y})
+    floor = launch_floor.load(log)
+    if floor:  # the least any Python call that launches a kernel costs on this host
+        stream = torch.cuda.current_stream().cuda_stream
+        cases["launch floor"] = lambda: floor.launch(stream)
     result = {"calls": calls, "shape": [1, 16]}
     result.update(host_overheads(cases, calls, torch.cuda.synchronize))
     for label in cases:
@@ -448,7 +454,9 @@ def report(info, rows, overhead, args, seconds):
     if overhead:
         md += ["## Host overhead per call", "",
                "Host wall time per call on a [1, 16] tensor: the fusion `y = a + b` through the Python package, next "
-               "to one eager `torch.add(a, b)`. Batches: %d rounds of one batch of %d calls of each call in turn, each "
+               "to one eager `torch.add(a, b)` and the launch floor (bench/launch_floor.c: a C function called with the "
+               "stream that only launches an empty kernel, the least any Python call that launches one can cost "
+               "on this host). Batches: %d rounds of one batch of %d calls of each call in turn, each "
                "begun after a synchronize; median and min of their time per call (the host's cost). Back to back: the mean of %d calls in a "
                "row, where launches can wait for room in the stream's queue (the GPU's pace)."
                % (OVERHEAD_BATCHES, OVERHEAD_BATCH, overhead["calls"]), "",

@@ -2,7 +2,10 @@
 stands"): one eager torch.add, torch.empty and torch.empty_like for scale, the attribute reads
 the call makes on three torch tensors (and one at a time), an empty Python
 call with the same keywords, torch's raw stream getter, the ctypes
-call of fusegen_function_call (with the driver's launch), and whole calls of
+call of fusegen_function_call (with the driver's launch), the launch floor
+(launch_floor.py: a C function that only launches an empty kernel, on torch's
+stream and on a stream of its own; and one that only calls
+fusegen_function_call, or the bound call's launch, with ready arrays), and whole calls of
 the tiny fusion `y = a + b` on [1, 16] with and without pointer checks and
 out=. All are timed together by kernelbench.py's host_overheads: median and
 min per call over batches of 64 calls begun on an idle GPU, the cases taken in
@@ -19,6 +22,7 @@ import torch
 
 import fusegen
 from fusegen import _tensors
+import launch_floor
 from kernelbench import host_overheads
 
 TINY_SPEC = "fusion tiny {\n  input a : f32[N, 16]\n  input b : f32[N, 16]\n  output y = a + b\n}\n"
@@ -67,6 +71,26 @@ def main():
         ("f(), no pointer checks", lambda: plain(a=a, b=b)),
         ("f(), pointer checks", lambda: checked(a=a, b=b)),
     ])
+    floor = launch_floor.load()
+    if floor:
+        stream, own_stream = raw_stream(0), torch.cuda.Stream()
+        cases["launch floor"] = lambda: floor.launch(stream)
+        cases["launch floor, stream read each call"] = lambda: floor.launch(raw_stream(0))
+        cases["launch floor, a created stream"] = lambda: floor.launch(own_stream.cuda_stream)
+        call_address = ctypes.cast(plain._c_call, ctypes.c_void_p).value
+        arrays = plan.fast[0], plan.fast[1]  # the data pointers of the first call are in them
+        cases["function_call from C, no checks"] = lambda: floor.call(call_address, plain._handle.value, arrays[0], 2,
+                                                                      arrays[1], 1, stream)
+        plain(a=a, b=b, out={"y": y})  # the C call path's second call of the plan binds it
+        if plan.bound is not None:
+            get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+            get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+            bound = get_pointer(plan.bound, b"fusegen.bound_call")
+            launch = ctypes.cast(plain._lib.fusegen_bound_call_launch, ctypes.c_void_p).value
+            data = (ctypes.c_void_p * 2)(a.data_ptr(), b.data_ptr())
+            out_data = (ctypes.c_void_p * 1)(y.data_ptr())
+            cases["bound_call_launch from C, no checks"] = lambda: floor.call(
+                launch, bound, ctypes.addressof(data), ctypes.addressof(out_data), stream)
     run = getattr(plain, "_fast_run", None)  # the C call path's entry, where there is one
     if run:
         tensors, outs = {"a": a, "b": b}, {"y": y}

@@ -11,10 +11,13 @@
  * (or subclass) of float32, on the function's device, contiguous, whose
  * shapes have a plan the Python path built before.
  *
- * The plan's fusegen_tensor arrays (ctypes memory the plan keeps alive) get
- * the data pointers written in place and fusegen_function_call is called
- * directly, in one step that runs no Python code (see run_call), so no two
- * calls ever write the same plan's arrays at once.
+ * Each plan (one set of argument shapes) gets a bound call of the library
+ * (fusegen_function_bind with the plan's names and shapes, kept in
+ * plan.bound), and a call is fusegen_bound_call_launch with the data
+ * pointers: the library does not match names and shapes again. The Caller
+ * keeps the last plan it used, so a call with the shapes of the one before
+ * finds its plan without building a key or looking in the dict (see
+ * run_call).
  * Errors of the call itself (status != 0) go to the Function's own raiser,
  * so they read exactly as on the Python path.
  *
@@ -27,6 +30,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include <string.h>
 
 #include "_tensor_reader.h"
 #include "fusegen.h"
@@ -52,8 +57,10 @@ static int PyModule_AddObjectRef(PyObject* module, const char* name, PyObject* v
 #define PyObject_Vectorcall _PyObject_Vectorcall
 #endif
 
-typedef fusegen_status (*call_fn)(const fusegen_function*, const fusegen_tensor*, int32_t, const fusegen_tensor*,
-                                  int32_t, void*);
+typedef fusegen_status (*bind_fn)(const fusegen_function*, const fusegen_tensor*, int32_t, const fusegen_tensor*,
+                                  int32_t, fusegen_bound_call**);
+typedef fusegen_status (*launch_fn)(const fusegen_bound_call*, const void* const*, const void* const*, void*);
+typedef void (*destroy_fn)(fusegen_bound_call*);
 
 /* The six tensor accessors the call reads, in order. get_device() alone
  * does not say that the device is a CUDA device (other devices have
@@ -66,9 +73,15 @@ static const char* const accessor_names[kAccessors] = {"dtype",         "is_cuda
 static const int accessor_is_method[kAccessors] = {0, 0, 1, 1, 1, 0};
 static PyObject* accessor_strings[kAccessors]; /* the names, interned */
 
+/* Ranks the reader's paths take (more: read the Python way), and the most
+ * arguments (and outputs) the C path takes. */
+enum { kMaxRank = 16, kMaxTensors = 32 };
+
 typedef struct {
-  PyObject ob_base; /* PyObject_HEAD */
-  call_fn call;
+  PyObject ob_base;   /* PyObject_HEAD */
+  bind_fn bind;       /* fusegen_function_bind */
+  launch_fn launch;   /* fusegen_bound_call_launch */
+  destroy_fn destroy; /* fusegen_bound_call_destroy */
   const fusegen_function* function;
   PyObject* names;        /* tuple of str: argument names in order */
   PyObject* out_names;    /* tuple of str: output names in order */
@@ -91,14 +104,20 @@ typedef struct {
    * fusegen._torchread for the torch it runs with (NULL otherwise). */
   const fusegen_tensor_reader* reader;
   PyObject* reader_capsule;
+  /* The plan of the last call here (NULL before one), a copy of its arrays
+   * (whose shapes point into memory the plan keeps) and its bound call
+   * (owned by the plan's `bound`): a call with the same argument shapes
+   * takes them without a dict lookup. */
+  PyObject* last_plan;
+  fusegen_tensor last_args[kMaxTensors];
+  fusegen_tensor last_outs[kMaxTensors];
+  const fusegen_bound_call* last_bound;
   int out_is_argument;      /* an argument is named "out": f(out=) passes it */
   unsigned long long taken; /* calls this path ran (tests read it) */
 } Caller;
 
-/* Ranks the reader's paths take (more: read the Python way). */
-enum { kMaxRank = 16 };
-
 static PyObject* s_fast;
+static PyObject* s_bound;
 static PyObject* s_out;
 static PyObject* s_python_call;
 
@@ -132,29 +151,38 @@ static int accessor_is(Caller* self, PyObject* t, int which, PyObject* expected)
   return same;
 }
 
+/* A tensor's shape as the call reads it (the ranks the call path takes). */
+typedef struct {
+  int rank;
+  int64_t sizes[kMaxRank];
+} Shape;
+
+/* A shape object (torch.Size, a tuple of ints) as a Shape: 1, 0 where it is
+ * not one of at most kMaxRank dims (no Python error set), -1 with an error. */
+static int shape_of(PyObject* object, Shape* shape) {
+  if (!PyTuple_Check(object) || PyTuple_GET_SIZE(object) > kMaxRank)
+    return 0;
+  shape->rank = (int)PyTuple_GET_SIZE(object);
+  for (int d = 0; d < shape->rank; ++d) {
+    PyObject* size = PyTuple_GET_ITEM(object, d);
+    if (!PyLong_Check(size))
+      return 0;
+    shape->sizes[d] = PyLong_AsLongLong(size);
+    if (shape->sizes[d] == -1 && PyErr_Occurred())
+      return -1;
+  }
+  return 1;
+}
+
 /* Whether `t` is a float32, contiguous torch tensor on the caller's device;
- * on success *shape is a new reference and *data its data pointer. 0: it is
- * not (no Python error set); -1: a Python error is set. */
-static int usable_tensor(Caller* self, PyObject* t, PyObject** shape, void** data) {
+ * on success *shape is its shape and *data its data pointer. 0: it is not
+ * (no Python error set); -1: a Python error is set. */
+static int usable_tensor(Caller* self, PyObject* t, Shape* shape, void** data) {
   if (!PyObject_TypeCheck(t, (PyTypeObject*)self->tensor_type))
     return 0;
   if (self->reader && is_direct(self, t)) {
-    int64_t sizes[kMaxRank];
-    int rank = 0;
-    if (self->reader->read(t, self->device, data, sizes, kMaxRank, &rank)) {
-      *shape = PyTuple_New(rank); /* equal to t.shape (a tuple subclass), and hashed alike */
-      if (!*shape)
-        return -1;
-      for (int d = 0; d < rank; ++d) {
-        PyObject* size = PyLong_FromLongLong(sizes[d]);
-        if (!size) {
-          Py_CLEAR(*shape);
-          return -1;
-        }
-        PyTuple_SET_ITEM(*shape, d, size);
-      }
+    if (self->reader->read(t, self->device, data, shape->sizes, kMaxRank, &shape->rank))
       return 1;
-    }
     /* Not the common case: the accessors below find out why. */
   }
   int usable = accessor_is(self, t, kDtype, self->float32);
@@ -181,13 +209,48 @@ static int usable_tensor(Caller* self, PyObject* t, PyObject** shape, void** dat
   Py_DECREF(pointer);
   if (PyErr_Occurred())
     return -1;
-  *shape = read_accessor(self, t, kShape);
-  return *shape ? 1 : -1;
+  PyObject* sizes = read_accessor(self, t, kShape);
+  if (!sizes)
+    return -1;
+  usable = shape_of(sizes, shape);
+  Py_DECREF(sizes);
+  return usable;
+}
+
+/* Whether the plan's tensor `planned` has `shape`. */
+static int has_shape(const fusegen_tensor* planned, const Shape* shape) {
+  return planned->rank == shape->rank &&
+         (shape->rank == 0 || memcmp(planned->shape, shape->sizes, sizeof(int64_t) * (size_t)shape->rank) == 0);
+}
+
+/* The key of `plans` for these argument shapes: a tuple of tuples of ints
+ * (equal to the tuple of torch.Size the Python path stores, and hashed alike). */
+static PyObject* plan_key(const Shape* shapes, Py_ssize_t n) {
+  PyObject* key = PyTuple_New(n);
+  if (!key)
+    return NULL;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* shape = PyTuple_New(shapes[i].rank);
+    if (!shape) {
+      Py_DECREF(key);
+      return NULL;
+    }
+    PyTuple_SET_ITEM(key, i, shape); /* steals the reference */
+    for (int d = 0; d < shapes[i].rank; ++d) {
+      PyObject* size = PyLong_FromLongLong(shapes[i].sizes[d]);
+      if (!size) {
+        Py_DECREF(key);
+        return NULL;
+      }
+      PyTuple_SET_ITEM(shape, d, size);
+    }
+  }
+  return key;
 }
 
 /* The plan's (argument array address, output array address, output shapes,
- * per output the argument of its shape or -1) as borrowed from plan.fast, or
- * 0 when it is not usable. */
+ * per output the argument of its shape or -1), borrowed from plan.fast
+ * (*fast, a new reference), or 0 when it is not usable. */
 static int plan_arrays(PyObject* plan, fusegen_tensor** args, fusegen_tensor** outs, PyObject** out_shapes,
                        PyObject** like, PyObject** fast) {
   *fast = PyObject_GetAttr(plan, s_fast);
@@ -201,15 +264,89 @@ static int plan_arrays(PyObject* plan, fusegen_tensor** args, fusegen_tensor** o
   *like = PyTuple_GET_ITEM(*fast, 3);
   if (PyErr_Occurred())
     return -1;
-  return PyTuple_Check(*out_shapes) && PyTuple_Check(*like) && PyTuple_GET_SIZE(*like) == PyTuple_GET_SIZE(*out_shapes)
+  return *args && *outs && PyTuple_Check(*out_shapes) && PyTuple_Check(*like) &&
+                 PyTuple_GET_SIZE(*like) == PyTuple_GET_SIZE(*out_shapes)
              ? 1
              : 0;
 }
 
+static const char kBoundCapsule[] = "fusegen.bound_call";
+
+static void destroy_bound(PyObject* capsule) {
+  destroy_fn destroy = (destroy_fn)PyCapsule_GetContext(capsule);
+  fusegen_bound_call* bound = PyCapsule_GetPointer(capsule, kBoundCapsule);
+  if (destroy && bound)
+    destroy(bound);
+}
+
+/* Raises the library's error for `status` through the Function's raiser. */
+static void raise_status(Caller* self, fusegen_status status) {
+  PyObject* raised = PyObject_CallFunction(self->raise_status, "i", (int)status);
+  Py_XDECREF(raised); /* it raises; NULL with the error set */
+  if (raised)
+    PyErr_SetString(PyExc_RuntimeError, "fusegen: the call failed and its error could not be read");
+}
+
+/* The plan's bound call: plan.bound, or bound now from the plan's arrays
+ * (names and shapes) and kept there. NULL with an error set (the library's
+ * own where binding failed: a kernel that could not be loaded). */
+static const fusegen_bound_call* bound_call_of(Caller* self, PyObject* plan, const fusegen_tensor* args,
+                                               Py_ssize_t n_args, const fusegen_tensor* outs, Py_ssize_t n_outs) {
+  PyObject* capsule = PyObject_GetAttr(plan, s_bound);
+  if (!capsule)
+    return NULL;
+  if (capsule == Py_None) {
+    Py_DECREF(capsule);
+    fusegen_bound_call* bound = NULL;
+    const fusegen_status status = self->bind(self->function, args, (int32_t)n_args, outs, (int32_t)n_outs, &bound);
+    if (status != FUSEGEN_OK) {
+      raise_status(self, status);
+      return NULL;
+    }
+    capsule = PyCapsule_New(bound, kBoundCapsule, destroy_bound);
+    if (!capsule || PyCapsule_SetContext(capsule, (void*)self->destroy) < 0) {
+      if (capsule)
+        PyCapsule_SetDestructor(capsule, NULL);
+      Py_XDECREF(capsule);
+      self->destroy(bound);
+      return NULL;
+    }
+    if (PyObject_SetAttr(plan, s_bound, capsule) < 0) {
+      Py_DECREF(capsule);
+      return NULL;
+    }
+  }
+  const fusegen_bound_call* bound = PyCapsule_GetPointer(capsule, kBoundCapsule);
+  Py_DECREF(capsule); /* the plan holds it */
+  return bound;
+}
+
+/* Makes `plan` the Caller's last plan: a copy of its arrays (whose shapes
+ * point into memory the plan keeps) and its bound call. 1, 0 where the plan
+ * is not usable, -1 with an error set. */
+static int remember_plan(Caller* self, PyObject* plan, Py_ssize_t n_args, Py_ssize_t n_outs) {
+  fusegen_tensor* args;
+  fusegen_tensor* outs;
+  PyObject *out_shapes, *like, *fast;
+  const int arrays = plan_arrays(plan, &args, &outs, &out_shapes, &like, &fast);
+  int usable = arrays > 0 && PyTuple_GET_SIZE(out_shapes) == n_outs ? 1 : arrays < 0 ? -1 : 0;
+  const fusegen_bound_call* bound = usable > 0 ? bound_call_of(self, plan, args, n_args, outs, n_outs) : NULL;
+  if (usable > 0 && !bound)
+    usable = -1;
+  if (usable > 0) {
+    memcpy(self->last_args, args, sizeof(fusegen_tensor) * (size_t)n_args);
+    memcpy(self->last_outs, outs, sizeof(fusegen_tensor) * (size_t)n_outs);
+    self->last_bound = bound;
+    Py_XSETREF(self->last_plan, Py_NewRef(plan));
+  }
+  Py_XDECREF(fast);
+  return usable;
+}
+
 /* Reads the outputs given with out= (usable tensors) into results, data[]
- * and shapes[] (new references, compared with the plan's once it is known).
- * 1: done; 0: not the common case; -1: error. */
-static int given_outputs(Caller* self, PyObject* out, PyObject* results, void** data, PyObject** shapes) {
+ * and shapes[] (compared with the plan's once it is known). 1: done; 0: not
+ * the common case; -1: error. */
+static int given_outputs(Caller* self, PyObject* out, PyObject* results, void** data, Shape* shapes) {
   for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(results); ++j) {
     PyObject* t = PyDict_GetItemWithError(out, PyTuple_GET_ITEM(self->out_names, j));
     if (!t)
@@ -222,94 +359,85 @@ static int given_outputs(Caller* self, PyObject* out, PyObject* results, void** 
   return 1;
 }
 
-/* A new tensor of `shape` (a tuple of ints) through the reader's empty, its
- * data pointer in *data; NULL with no error set where the reader could not
- * make it (then torch's Python functions do, and raise torch's own errors),
- * NULL with an error set for a shape that is not a tuple of ints. */
-static PyObject* empty_with_torch(Caller* self, PyObject* shape, void** data) {
-  int64_t sizes[kMaxRank];
-  const Py_ssize_t rank = PyTuple_GET_SIZE(shape);
-  if (rank > kMaxRank)
-    return NULL;
-  for (Py_ssize_t d = 0; d < rank; ++d) {
-    sizes[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
-    if (sizes[d] == -1 && PyErr_Occurred())
-      return NULL;
-  }
-  return self->reader->empty(sizes, (int)rank, self->device, data);
-}
-
-/* Allocates the outputs of the plan's shapes into results and data[]:
- * through torch's C++ API where the reader can; else like the argument of
- * the same shape where there is one (a plain float32 tensor, so empty_like
- * makes one as asked), else with torch.empty. 0 on success, -1 with an
- * error set. */
-static int allocate_outputs(Caller* self, PyObject* out_shapes, PyObject* like, PyObject* const* inputs,
+/* Allocates the outputs of the plan's shapes (`outs`) into results and
+ * data[]: through torch's C++ API where the reader can; else like the
+ * argument of the same shape where there is one (a plain float32 tensor, so
+ * empty_like makes one as asked), else with torch.empty. 0 on success, -1
+ * with an error set. */
+static int allocate_outputs(Caller* self, PyObject* plan, const fusegen_tensor* outs, PyObject* const* inputs,
                             Py_ssize_t n_args, PyObject* results, void** data) {
+  PyObject* fast = NULL; /* plan.fast, read where torch's Python functions allocate */
+  fusegen_tensor *plan_args, *plan_outs;
+  PyObject *out_shapes = NULL, *like = NULL;
+  int status = -1;
   for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(results); ++j) {
-    PyObject* made = self->reader ? empty_with_torch(self, PyTuple_GET_ITEM(out_shapes, j), &data[j]) : NULL;
+    PyObject* made = self->reader ? self->reader->empty(outs[j].shape, outs[j].rank, self->device, &data[j]) : NULL;
     if (made) {
       PyTuple_SET_ITEM(results, j, made); /* steals the reference */
       continue;
     }
-    if (PyErr_Occurred())
-      return -1;
+    if (!fast && plan_arrays(plan, &plan_args, &plan_outs, &out_shapes, &like, &fast) <= 0) {
+      if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "fusegen: a call plan lost its output shapes");
+      goto done;
+    }
     const long same_shape = self->empty_like == Py_None ? -1 : PyLong_AsLong(PyTuple_GET_ITEM(like, j));
     if (same_shape == -1 && PyErr_Occurred())
-      return -1;
+      goto done;
     PyObject* t;
     if (same_shape >= 0 && same_shape < n_args && Py_TYPE(inputs[same_shape]) == (PyTypeObject*)self->tensor_type) {
       t = PyObject_CallOneArg(self->empty_like, inputs[same_shape]);
     } else {
       PyObject* empty_args = PyTuple_Pack(1, PyTuple_GET_ITEM(out_shapes, j));
       if (!empty_args)
-        return -1;
+        goto done;
       t = PyObject_Call(self->empty, empty_args, self->empty_kwargs);
       Py_DECREF(empty_args);
     }
     if (!t)
-      return -1;
+      goto done;
     PyTuple_SET_ITEM(results, j, t); /* steals the reference */
     PyObject* pointer = read_accessor(self, t, kDataPtr);
     if (!pointer)
-      return -1;
+      goto done;
     data[j] = PyLong_AsVoidPtr(pointer);
     Py_DECREF(pointer);
     if (PyErr_Occurred())
-      return -1;
+      goto done;
   }
-  return 0;
+  status = 0;
+done:
+  Py_XDECREF(fast);
+  return status;
 }
 
 /* The call with `tensors` (a dict holding at least the argument names;
  * the callers check its size) and `out` (None or a dict), or NotImplemented
  * for the Python path.
  *
- * The plan's arrays are shared by every call with its shapes, so they are
- * written and passed to the library in one step that runs no Python code
- * (the GIL held throughout): everything that can run Python code (attribute
- * reads, the stream, allocation) comes first. The Python path takes a plan
- * out of the dict while it writes it, so a plan still in the dict after
- * that is nobody else's. */
+ * The plan comes from the Caller's last plan when the shapes are the same
+ * (no key built, no dict lookup), else from `plans`, and then becomes the
+ * last one. The call passes arrays of its own, copied from the plan's, with
+ * its data pointers: the plan's arrays are never written here, so the
+ * Python path (which takes a plan out of the dict while it writes it) and
+ * calls in other threads (allocation may let one run) share nothing. */
 static PyObject* run_call(Caller* self, PyObject* tensors, PyObject* out) {
   const Py_ssize_t n_args = PyTuple_GET_SIZE(self->names);
   const Py_ssize_t n_outs = PyTuple_GET_SIZE(self->out_names);
-  if (n_args > 32 || n_outs > 32)
+  if (n_args > kMaxTensors || n_outs > kMaxTensors)
     Py_RETURN_NOTIMPLEMENTED;
   if (out != Py_None && (!PyDict_Check(out) || PyDict_GET_SIZE(out) != n_outs))
     Py_RETURN_NOTIMPLEMENTED;
 
   PyObject* result = NULL;
   PyObject* plan = NULL;
-  PyObject* fast = NULL;
   PyObject* results = NULL;
-  PyObject* key = PyTuple_New(n_args);
-  if (!key)
-    return NULL;
-  void* pointers[32];
-  void* out_pointers[32];
-  PyObject* out_given_shapes[32] = {NULL}; /* new references */
-  PyObject* inputs[32];                    /* borrowed from `tensors` */
+  void* pointers[kMaxTensors];
+  void* out_pointers[kMaxTensors];
+  Shape shapes[kMaxTensors];
+  Shape out_given_shapes[kMaxTensors];
+  PyObject* inputs[kMaxTensors]; /* borrowed from `tensors` */
+  fusegen_tensor outs[kMaxTensors];
   for (Py_ssize_t i = 0; i < n_args; ++i) {
     PyObject* t = PyDict_GetItemWithError(tensors, PyTuple_GET_ITEM(self->names, i));
     if (!t) {
@@ -318,14 +446,12 @@ static PyObject* run_call(Caller* self, PyObject* tensors, PyObject* out) {
       goto done;
     }
     inputs[i] = t;
-    PyObject* shape = NULL;
-    const int usable = usable_tensor(self, t, &shape, &pointers[i]);
+    const int usable = usable_tensor(self, t, &shapes[i], &pointers[i]);
     if (usable <= 0) {
       if (usable == 0)
         result = Py_NewRef(Py_NotImplemented);
       goto done;
     }
-    PyTuple_SET_ITEM(key, i, shape); /* steals the reference */
   }
   results = PyTuple_New(n_outs);
   if (!results)
@@ -346,67 +472,52 @@ static PyObject* run_call(Caller* self, PyObject* tensors, PyObject* out) {
   if (PyErr_Occurred())
     goto done;
 
-  plan = PyDict_GetItemWithError(self->plans, key);
-  if (!plan) {
-    if (!PyErr_Occurred())
-      result = Py_NewRef(Py_NotImplemented); /* the Python path builds it */
-    goto done;
-  }
-  Py_INCREF(plan);
-  fusegen_tensor* args;
-  fusegen_tensor* outs;
-  PyObject* out_shapes;
-  PyObject* like;
-  const int arrays = plan_arrays(plan, &args, &outs, &out_shapes, &like, &fast);
-  if (arrays <= 0 || PyTuple_GET_SIZE(out_shapes) != n_outs) {
-    if (arrays >= 0)
-      result = Py_NewRef(Py_NotImplemented);
-    goto done;
-  }
-  if (out == Py_None) {
-    if (allocate_outputs(self, out_shapes, like, inputs, n_args, results, out_pointers) < 0)
+  int same = self->last_plan != NULL;
+  for (Py_ssize_t i = 0; same && i < n_args; ++i)
+    same = has_shape(&self->last_args[i], &shapes[i]);
+  if (!same) {
+    PyObject* key = plan_key(shapes, n_args);
+    if (!key)
       goto done;
-    /* Allocation may have let another thread run: the plan must still be
-     * in the dict (else that thread's Python path may be writing it). */
-    PyObject* now = PyDict_GetItemWithError(self->plans, key);
-    if (now != plan) {
+    PyObject* found = PyDict_GetItemWithError(self->plans, key);
+    Py_DECREF(key);
+    if (!found) {
       if (!PyErr_Occurred())
+        result = Py_NewRef(Py_NotImplemented); /* the Python path builds it */
+      goto done;
+    }
+    const int remembered = remember_plan(self, found, n_args, n_outs);
+    if (remembered <= 0) {
+      if (remembered == 0)
         result = Py_NewRef(Py_NotImplemented);
       goto done;
     }
+  }
+  plan = Py_NewRef(self->last_plan); /* keeps the bound call and what the arrays point to */
+  const fusegen_bound_call* bound = self->last_bound;
+  memcpy(outs, self->last_outs, sizeof(fusegen_tensor) * (size_t)n_outs);
+  if (out == Py_None) {
+    if (allocate_outputs(self, plan, outs, inputs, n_args, results, out_pointers) < 0)
+      goto done;
   } else {
-    for (Py_ssize_t j = 0; j < n_outs; ++j) {
-      const int same = PyObject_RichCompareBool(out_given_shapes[j], PyTuple_GET_ITEM(out_shapes, j), Py_EQ);
-      if (same <= 0) {
-        if (same == 0)
-          result = Py_NewRef(Py_NotImplemented); /* the Python path words the mismatch */
+    for (Py_ssize_t j = 0; j < n_outs; ++j)
+      if (!has_shape(&outs[j], &out_given_shapes[j])) {
+        result = Py_NewRef(Py_NotImplemented); /* the Python path words the mismatch */
         goto done;
       }
-    }
   }
 
-  /* From here to the call no Python code runs. */
-  for (Py_ssize_t i = 0; i < n_args; ++i)
-    args[i].data = pointers[i];
-  for (Py_ssize_t j = 0; j < n_outs; ++j)
-    outs[j].data = out_pointers[j];
-  const fusegen_status status = self->call(self->function, args, (int32_t)n_args, outs, (int32_t)n_outs, stream);
+  const fusegen_status status =
+      self->launch(bound, (const void* const*)pointers, (const void* const*)out_pointers, stream);
   if (status != FUSEGEN_OK) {
-    PyObject* raised = PyObject_CallFunction(self->raise_status, "i", (int)status);
-    Py_XDECREF(raised); /* it raises; NULL with the error set */
-    if (raised)
-      PyErr_SetString(PyExc_RuntimeError, "fusegen: the call failed and its error could not be read");
+    raise_status(self, status);
     goto done;
   }
   ++self->taken;
   result = n_outs == 1 ? Py_NewRef(PyTuple_GET_ITEM(results, 0)) : Py_NewRef(results);
 
 done:
-  for (Py_ssize_t j = 0; j < n_outs; ++j)
-    Py_XDECREF(out_given_shapes[j]);
   Py_XDECREF(plan);
-  Py_DECREF(key);
-  Py_XDECREF(fast);
   Py_XDECREF(results);
   return result;
 }
@@ -491,17 +602,17 @@ static PyObject* run_keywords(Caller* self, PyObject* keywords) {
 }
 
 static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {
-  static char* keywords[] = {"call_address", "function", "names",      "out_names", "plans",      "device",
+  static char* keywords[] = {"bound_calls",  "function", "names",      "out_names", "plans",      "device",
                              "tensor_type",  "float32",  "raw_stream", "empty",     "empty_like", "torch_device",
                              "raise_status", "subclass", "reader",     NULL};
-  PyObject *call_address, *function, *names, *out_names, *plans, *tensor_type, *float32, *raw_stream, *empty;
+  PyObject *bound_calls, *function, *names, *out_names, *plans, *tensor_type, *float32, *raw_stream, *empty;
   PyObject *empty_like, *torch_device, *raise_status;
   PyObject* subclass = Py_None;
   PyObject* reader = Py_None;
   long device;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!O!lO!OOOOOO|OO", keywords, &call_address, &function,
-                                   &PyTuple_Type, &names, &PyTuple_Type, &out_names, &PyDict_Type, &plans, &device,
-                                   &PyType_Type, &tensor_type, &float32, &raw_stream, &empty, &empty_like,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OO!O!O!lO!OOOOOO|OO", keywords, &PyTuple_Type, &bound_calls,
+                                   &function, &PyTuple_Type, &names, &PyTuple_Type, &out_names, &PyDict_Type, &plans,
+                                   &device, &PyType_Type, &tensor_type, &float32, &raw_stream, &empty, &empty_like,
                                    &torch_device, &raise_status, &subclass, &reader))
     return -1;
   if (find_accessors(self, tensor_type, subclass) < 0)
@@ -520,12 +631,19 @@ static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {
     self->reader = found;
     self->reader_capsule = Py_NewRef(reader);
   }
-  self->call = (call_fn)PyLong_AsVoidPtr(call_address);
+  if (PyTuple_GET_SIZE(bound_calls) != 3) {
+    PyErr_SetString(PyExc_ValueError, "bound_calls: the addresses of fusegen_function_bind, "
+                                      "fusegen_bound_call_launch and fusegen_bound_call_destroy");
+    return -1;
+  }
+  self->bind = (bind_fn)PyLong_AsVoidPtr(PyTuple_GET_ITEM(bound_calls, 0));
+  self->launch = (launch_fn)PyLong_AsVoidPtr(PyTuple_GET_ITEM(bound_calls, 1));
+  self->destroy = (destroy_fn)PyLong_AsVoidPtr(PyTuple_GET_ITEM(bound_calls, 2));
   self->function = (const fusegen_function*)PyLong_AsVoidPtr(function);
   if (PyErr_Occurred())
     return -1;
-  if (!self->call || !self->function) {
-    PyErr_SetString(PyExc_ValueError, "call_address and function must be non-null addresses");
+  if (!self->bind || !self->launch || !self->destroy || !self->function) {
+    PyErr_SetString(PyExc_ValueError, "bound_calls and function must be non-null addresses");
     return -1;
   }
   PyObject* empty_kwargs = Py_BuildValue("{sOsO}", "dtype", float32, "device", torch_device);
@@ -546,6 +664,8 @@ static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {
     return -1;
   Py_XSETREF(self->device_index, device_index);
   self->device = device;
+  Py_CLEAR(self->last_plan); /* of the plans before */
+  self->last_bound = NULL;
   self->out_is_argument = 0;
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); ++i) {
     const int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(names, i), s_out, Py_EQ);
@@ -573,6 +693,7 @@ static int caller_traverse(Caller* self, visitproc visit, void* arg) {
   Py_VISIT(self->direct_types[0]);
   Py_VISIT(self->direct_types[1]);
   Py_VISIT(self->reader_capsule);
+  Py_VISIT(self->last_plan);
   return 0;
 }
 
@@ -594,6 +715,8 @@ static int caller_clear(Caller* self) {
   Py_CLEAR(self->direct_types[1]);
   self->reader = NULL;
   Py_CLEAR(self->reader_capsule);
+  Py_CLEAR(self->last_plan);
+  self->last_bound = NULL;
   return 0;
 }
 
@@ -750,9 +873,10 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
     if (!(accessor_strings[k] = PyUnicode_InternFromString(accessor_names[k])))
       return NULL;
   s_fast = PyUnicode_InternFromString("fast");
+  s_bound = PyUnicode_InternFromString("bound");
   s_out = PyUnicode_InternFromString("out");
   s_python_call = PyUnicode_InternFromString("_python_call");
-  if (!s_fast || !s_out || !s_python_call)
+  if (!s_fast || !s_bound || !s_out || !s_python_call)
     return NULL;
   PyObject* m = PyModule_Create(&module);
   if (!m)

@@ -29,7 +29,7 @@ _MAX_PLANS = 256  # shape tuples kept per function; a workload with more starts 
 class _Plan:
     """The ctypes side of one call shape: everything but the data pointers."""
 
-    __slots__ = ("args", "arg_slots", "outs", "out_slots", "out_shapes", "keep", "fast")
+    __slots__ = ("args", "arg_slots", "outs", "out_slots", "out_shapes", "keep", "fast", "bound")
 
     def __init__(self, args, outs, arg_shapes, out_shapes, keep):
         self.args = args
@@ -45,6 +45,7 @@ class _Plan:
         outputs = tuple(tuple(s) for s in out_shapes)
         like = tuple(shapes.index(s) if s in shapes else -1 for s in outputs)
         self.fast = (ctypes.addressof(args), ctypes.addressof(outs), outputs, like)
+        self.bound = None  # the C call path's bound call for these shapes (a capsule that owns it)
 
 
 _fastcall = None  # the module, False where it cannot be loaded; see _load_fastcall
@@ -290,7 +291,9 @@ class Function(_call_base()):
             self._fast = False
             return False
         self._fast = module.Caller(
-            call_address=ctypes.cast(self._c_call, ctypes.c_void_p).value, function=self._handle.value,
+            bound_calls=tuple(ctypes.cast(getattr(self._lib, name), ctypes.c_void_p).value for name in (
+                "fusegen_function_bind", "fusegen_bound_call_launch", "fusegen_bound_call_destroy")),
+            function=self._handle.value,
             names=self.argument_names, out_names=self.output_names, plans=self._plans, device=self._device,
             tensor_type=_tensors.TorchTensor, float32=_tensors.float32, raw_stream=_tensors.raw_stream,
             empty=_tensors.empty, empty_like=_tensors.empty_like,

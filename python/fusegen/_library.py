@@ -97,6 +97,10 @@ _PROTOTYPES = {
     "fusegen_function_output_shapes": (_status, [_p, _TensorP, _i32, ctypes.POINTER(ctypes.c_int64), _i32]),
     "fusegen_function_call": (_status, [_p, _TensorP, _i32, _TensorP, _i32, _p]),
     "fusegen_function_prepare": (_status, [_p, ctypes.POINTER(_str), ctypes.POINTER(ctypes.c_int64), _i32]),
+    # Called by the C call path only (_fastcall.c), through their addresses.
+    "fusegen_function_bind": (_status, [_p, _TensorP, _i32, _TensorP, _i32, ctypes.POINTER(_p)]),
+    "fusegen_bound_call_launch": (_status, [_p, ctypes.POINTER(_p), ctypes.POINTER(_p), _p]),
+    "fusegen_bound_call_destroy": (None, [_p]),
 }
 
 _lock = threading.Lock()

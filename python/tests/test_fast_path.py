@@ -113,6 +113,10 @@ results["out_argument_shape"] = list(g(out=a).shape)
 taken = g._fast.taken if g._fast else 0
 results["out_argument_shape_again"] = list(g(out=a).shape)
 results["out_argument_c_calls"] = g._fast.taken - taken if g._fast else None
+# Shapes in turn: the C path's last plan is for one shape at a time.
+c5 = Tensor((5, 16))
+results["shapes_in_turn"] = [list(f(a=x, b=x).shape) for x in (c5, a, c5, a)]
+results["out_for_another_shape"] = error(a=c5, b=c5, out={"y": out})
 results["base"] = type(f).__mro__[1].__name__
 results["stats"] = rt.stats()
 results["c_calls"] = f._fast.taken if f._fast else None
@@ -148,9 +152,10 @@ class FastPathTest(unittest.TestCase):
         by_c, by_python = self.run_child(fastcall), self.run_child("0")
         self.check(by_c)
         # The calls that fit ran in C: all six good calls on the current stream after
-        # the first (which built the plan); the explicit stream= call, the null
-        # pointer (refused by the library) and the bad ones did not.
-        self.assertEqual(by_c.pop("c_calls"), 6)
+        # the first (which built the plan), and the shapes in turn after the first of
+        # [5, 16]; the explicit stream= call, the null pointer (refused by the
+        # library) and the bad ones did not.
+        self.assertEqual(by_c.pop("c_calls"), 9)
         self.assertIsNone(by_python.pop("c_calls"))
         self.assertEqual(by_c.pop("direct_types"), 0)
         self.assertIsNone(by_python.pop("direct_types"))
@@ -182,8 +187,10 @@ class FastPathTest(unittest.TestCase):
         self.assertTrue(r["fresh_outputs"])
         self.assertEqual(r["out_argument_shape"], [4, 16])
         self.assertEqual(r["out_argument_shape_again"], [4, 16])
-        self.assertEqual(r["stats"]["calls"], 10)  # every good call launched; no bad one did
-        self.assertEqual(r["stats"]["compiles"] + r["stats"]["disk_loads"], 2)
+        self.assertEqual(r["shapes_in_turn"], [[5, 16], [4, 16], [5, 16], [4, 16]])
+        self.assertIn("output 'y' has shape [4, 16]; for these arguments it is [5, 16]", r["out_for_another_shape"])
+        self.assertEqual(r["stats"]["calls"], 14)  # every good call launched; no bad one did
+        self.assertEqual(r["stats"]["compiles"] + r["stats"]["disk_loads"], 3)  # add at N=4 and N=5, twice
 
 
 if __name__ == "__main__":
