@@ -16,7 +16,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -481,6 +483,97 @@ TEST_F(GpuRuntime, PointersAreCheckedWithTheDriver) {
             std::string::npos);
   EXPECT_EQ(message({{"x", x.data(), {64, 64}}, {"s", s.data(), {64}}}, {{"y", y.data(), {64, 64}}}), "(no error)");
   EXPECT_EQ(rt.stats().calls, 1u);
+}
+
+// A bound call's launches compute what call() computes, bit for bit, on a
+// chain of several kernels (split-K shares, dependent launches), with new
+// tensors at each launch; the driver's pointer checks refuse what call()
+// refuses, with its message.
+TEST_F(GpuRuntime, BoundLaunchesMatchCalls) {
+  auto module = testing::load_module(testing::read_text(testing::source_path(kSmall62)), kSmall62);
+  ASSERT_TRUE(module);
+  Diagnostics diags;
+  std::optional<Fusion> c = specialize(module->fusion(), {{"N", 128}}, diags);
+  ASSERT_TRUE(c) << diags.render(module->sources);
+  Runtime rt(0, options());
+  Function f = rt.load_file(testing::source_path(kSmall62)).function(module->fusion().name);
+  std::vector<std::vector<int64_t>> shapes; // the refs point into these
+  shapes.reserve(c->arguments.size() + c->outputs.size());
+  std::vector<TensorRef> args, outs;
+  for (ValueId id : c->arguments) {
+    const Value& value = c->value(id);
+    shapes.emplace_back();
+    for (const Dim& d : value.type.shape)
+      shapes.back().push_back(d.value());
+    args.push_back({value.name, nullptr, shapes.back().data(), shapes.back().size()});
+  }
+  for (const FusionOutput& output : c->outputs) {
+    shapes.emplace_back();
+    for (const Dim& d : c->value(output.value).type.shape)
+      shapes.back().push_back(d.value());
+    outs.push_back({output.name, nullptr, shapes.back().data(), shapes.back().size()});
+  }
+  BoundCall bound = f.bind(args.data(), args.size(), outs.data(), outs.size());
+  std::vector<DeviceBuffer> memory;
+  // Uploads inputs of `seed` and makes NaN outputs: the refs and the pointers.
+  auto tensors = [&](uint64_t seed, std::vector<const void*>& data, std::vector<const void*>& out_data) {
+    std::map<std::string, HostTensor> inputs = make_random_arguments(*c, seed);
+    for (TensorRef& arg : args) {
+      const HostTensor& tensor = inputs.at(std::string(arg.name));
+      std::vector<float> host(tensor.data.begin(), tensor.data.end());
+      memory.push_back(rt.allocate(host.size() * sizeof(float)));
+      rt.copy_to_device(memory.back().data(), host.data(), memory.back().bytes());
+      arg.data = memory.back().data();
+      data.push_back(arg.data);
+    }
+    for (TensorRef& out : outs) {
+      const size_t count = static_cast<size_t>(numel_of(std::vector<int64_t>(out.shape, out.shape + out.rank)));
+      memory.push_back(rt.allocate(count * sizeof(float)));
+      rt.fill(memory.back().data(), std::numeric_limits<float>::quiet_NaN(), count);
+      out.data = memory.back().data();
+      out_data.push_back(out.data);
+    }
+  };
+  auto download = [&](const void* device) {
+    std::vector<float> host(static_cast<size_t>(numel_of(std::vector<int64_t>(outs[0].shape, outs[0].shape + 2))));
+    rt.copy_to_host(host.data(), device, host.size() * sizeof(float));
+    return host;
+  };
+  for (uint64_t seed : {3, 4}) {
+    std::vector<const void*> data, out_data;
+    tensors(seed, data, out_data);
+    bound.launch(data.data(), out_data.data());
+    rt.synchronize();
+    std::vector<float> by_bound = download(out_data[0]);
+    f.call(args.data(), args.size(), outs.data(), outs.size());
+    rt.synchronize();
+    std::vector<float> by_call = download(out_data[0]);
+    EXPECT_EQ(std::memcmp(by_bound.data(), by_call.data(), by_call.size() * sizeof(float)), 0) << "seed " << seed;
+    EXPECT_FALSE(std::isnan(by_bound[0]));
+  }
+  EXPECT_EQ(rt.stats().calls, 4u);
+  EXPECT_EQ(rt.stats().compiles + rt.stats().disk_loads, 1u);
+
+  std::vector<const void*> data, out_data;
+  for (const TensorRef& arg : args)
+    data.push_back(arg.data);
+  for (const TensorRef& out : outs)
+    out_data.push_back(out.data);
+  std::vector<float> host(static_cast<size_t>(128 * 1024));
+  data[0] = reinterpret_cast<const void*>((reinterpret_cast<uintptr_t>(host.data()) + 15) & ~uintptr_t{15});
+  args[0].data = data[0];
+  auto message = [](const std::function<void()>& run) {
+    try {
+      run();
+    } catch (const RuntimeError& error) {
+      return std::string(error.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string refused = message([&] { bound.launch(data.data(), out_data.data()); });
+  EXPECT_NE(refused.find("is not CUDA memory"), std::string::npos) << refused;
+  EXPECT_EQ(refused, message([&] { f.call(args.data(), args.size(), outs.data(), outs.size()); }));
+  EXPECT_EQ(rt.stats().calls, 4u);
 }
 
 TEST_F(GpuRuntime, CallerContextStackIsUnchanged) {
