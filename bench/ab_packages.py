@@ -7,7 +7,8 @@ folder of its own name, e.g.
 
 Both load side by side (the package imports itself relatively). For each:
 `f(a=a, b=b, out={'y': y})` and `f(a=a, b=b)` on the tiny fusion `y = a + b`
-at [1, 16], with and without pointer checks, next to torch.add, timed
+at [1, 16], with and without pointer checks, next to torch.add and the
+launch floor (launch_floor.py), timed
 together by kernelbench.py's host_overheads (batches begun on an idle GPU,
 the cases taken in turn, so the host's drift moves them alike); three rounds.
 Needs a GPU.
@@ -19,6 +20,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import launch_floor  # noqa: E402
 from kernelbench import host_overheads  # noqa: E402
 
 SPEC = "fusion tiny {\n  input a : f32[N, 16]\n  input b : f32[N, 16]\n  output y = a + b\n}\n"
@@ -32,6 +34,10 @@ def main():
     b = torch.rand(1, 16, device="cuda")
     y = torch.empty(1, 16, device="cuda")
     cases = {"torch.add": lambda: torch.add(a, b)}
+    floor = launch_floor.load()  # the host's own launch cost, beside the packages'
+    if floor:
+        stream = torch.cuda.current_stream().cuda_stream
+        cases["launch floor"] = lambda: floor.launch(stream)
     for name in sys.argv[2:]:
         package = importlib.import_module(name)
         plain = package.Runtime(check_pointers=False).load_string(SPEC, name="tiny.fg").function()
