@@ -15,7 +15,7 @@
 struct fusegen_runtime {
   std::unique_ptr<fusegen::Runtime> runtime;
   std::string cache_dir;
-  std::mutex device_mutex; // guards device_name
+  std::mutex device_mutex;  // guards device_name
   std::string device_name; // filled by fusegen_runtime_device
 };
 
@@ -119,7 +119,8 @@ std::vector<int64_t> shape_of(const fusegen_tensor& tensor, const char* list, in
 
 // The C tensors of a call as the C++ API's TensorArg or TensorOut (`list`
 // names the array in messages: "arguments" or "outputs").
-template <class Tensor> std::vector<Tensor> tensors_of(const fusegen_tensor* tensors, int32_t count, const char* list) {
+template <class Tensor>
+std::vector<Tensor> tensors_of(const fusegen_tensor* tensors, int32_t count, const char* list) {
   if (count < 0 || (count > 0 && !tensors))
     throw Invalid{std::string(list) + ": " + std::to_string(count) + " tensors at " + (tensors ? "an array" : "NULL")};
   std::vector<Tensor> out;
@@ -250,7 +251,8 @@ fusegen_status fusegen_runtime_stats(const fusegen_runtime* runtime, fusegen_sta
     require(runtime, "runtime");
     require(out, "out");
     fusegen::Stats s = runtime->runtime->stats();
-    *out = {s.calls, s.memory_hits, s.generations, s.compiles, s.disk_loads, s.disk_writes, s.disk_rejects, s.tunings};
+    *out = {s.calls,      s.memory_hits, s.generations,  s.compiles,
+            s.disk_loads, s.disk_writes, s.disk_rejects, s.tunings};
   });
 }
 
@@ -354,7 +356,8 @@ int32_t fusegen_function_tensor_count(const fusegen_function* function) {
   return function ? static_cast<int32_t>(function->tensors.size()) : -1;
 }
 
-fusegen_status fusegen_function_tensor_info(const fusegen_function* function, int32_t index, fusegen_tensor_info* out) {
+fusegen_status fusegen_function_tensor_info(const fusegen_function* function, int32_t index,
+                                            fusegen_tensor_info* out) {
   return guarded([&] {
     require(function, "function");
     require(out, "out");
@@ -374,8 +377,7 @@ fusegen_status fusegen_function_output_shapes(const fusegen_function* function, 
                                               int32_t argument_count, int64_t* shapes, int32_t capacity) {
   return guarded([&] {
     require(function, "function");
-    std::vector<std::vector<int64_t>> result =
-        function->function.output_shapes(arguments_of(arguments, argument_count));
+    std::vector<std::vector<int64_t>> result = function->function.output_shapes(arguments_of(arguments, argument_count));
     size_t needed = 0;
     for (const std::vector<int64_t>& shape : result)
       needed += shape.size();

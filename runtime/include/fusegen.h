@@ -106,8 +106,8 @@ typedef struct fusegen_tensor_info {
 } fusegen_tensor_info;
 
 /* ---- errors and versions ---- */
-FUSEGEN_API const char* fusegen_version(void);               /* "0.1.0" */
-FUSEGEN_API int32_t fusegen_c_api_version(void);             /* FUSEGEN_C_API_VERSION of the library */
+FUSEGEN_API const char* fusegen_version(void);            /* "0.1.0" */
+FUSEGEN_API int32_t fusegen_c_api_version(void);          /* FUSEGEN_C_API_VERSION of the library */
 FUSEGEN_API const char* fusegen_status_name(int32_t status); /* "argument", ...; "unknown" otherwise */
 /* The message of the last failed call on this thread ("" if none). Valid until this thread's next fusegen call. */
 FUSEGEN_API const char* fusegen_last_error(void);
@@ -126,14 +126,14 @@ FUSEGEN_API fusegen_status fusegen_runtime_device(fusegen_runtime* runtime, cons
 FUSEGEN_API fusegen_status fusegen_runtime_synchronize(fusegen_runtime* runtime, void* stream);
 
 /* ---- programs ---- */
-FUSEGEN_API fusegen_status fusegen_program_load_file(fusegen_runtime* runtime, const char* path, fusegen_program** out);
+FUSEGEN_API fusegen_status fusegen_program_load_file(fusegen_runtime* runtime, const char* path,
+                                                     fusegen_program** out);
 /* `name` (may be NULL) is the file name used in diagnostics. */
-FUSEGEN_API fusegen_status fusegen_program_load_string(fusegen_runtime* runtime, const char* text, const char* name,
-                                                       fusegen_program** out);
+FUSEGEN_API fusegen_status fusegen_program_load_string(fusegen_runtime* runtime, const char* text,
+                                                       const char* name, fusegen_program** out);
 FUSEGEN_API void fusegen_program_destroy(fusegen_program* program);
 FUSEGEN_API int32_t fusegen_program_function_count(const fusegen_program* program); /* -1 for NULL */
-FUSEGEN_API const char* fusegen_program_function_name(const fusegen_program* program,
-                                                      int32_t index); /* NULL if out of range */
+FUSEGEN_API const char* fusegen_program_function_name(const fusegen_program* program, int32_t index); /* NULL if out of range */
 FUSEGEN_API fusegen_status fusegen_program_function(const fusegen_program* program, const char* name,
                                                     fusegen_function** out);
 

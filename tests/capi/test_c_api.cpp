@@ -89,8 +89,8 @@ TEST(CApi, SpecErrorsCarryFileLineColumn) {
   fusegen_runtime* rt = nullptr;
   ASSERT_EQ(fusegen_runtime_create(0, nullptr, &rt), FUSEGEN_OK);
   fusegen_program* prog = nullptr;
-  EXPECT_EQ(fusegen_program_load_string(rt, "fusion f {\n  input x : f32[4]\n  output y = frobnicate(x)\n}\n", "bad.fg",
-                                        &prog),
+  EXPECT_EQ(fusegen_program_load_string(rt, "fusion f {\n  input x : f32[4]\n  output y = frobnicate(x)\n}\n",
+                                        "bad.fg", &prog),
             FUSEGEN_ERROR_SPEC);
   EXPECT_EQ(prog, nullptr);
   EXPECT_NE(std::string(fusegen_last_error()).find("bad.fg:3:14"), std::string::npos) << fusegen_last_error();
@@ -214,7 +214,8 @@ TEST(CApi, BadCallsAreRejectedBeforeTheDriver) {
   open(h);
   alignas(16) static float memory[4096];
   std::vector<int64_t> xs{2, 4, 8, 8}, ss{4, 1, 1}, cs{1}, ys{2, 4, 4, 4};
-  fusegen_tensor args[] = {tensor("x", memory, xs), tensor("s", memory + 1024, ss), tensor("count", memory + 1040, cs)};
+  fusegen_tensor args[] = {tensor("x", memory, xs), tensor("s", memory + 1024, ss),
+                           tensor("count", memory + 1040, cs)};
   fusegen_tensor outs[] = {tensor("y", memory + 2048, ys), tensor("z", memory + 3072, ys)};
 
   // Missing tensor, unknown output, wrong dtype, misaligned, null arrays.
