@@ -115,6 +115,24 @@ fusion two {
         close(self, "p", p, 2 * x[:, :4], 1e-6)
         close(self, "q", q, x[:, :4] * x[:, :4], 1e-6)
 
+    def test_shapes_in_turn(self):
+        # The C path keeps its last plan and each plan's bound call: shapes in
+        # turn, with new tensors each time, allocated and with out=, two outputs.
+        f, two = self.program.function("scale_add"), self.program.function("two")
+        s = torch.rand(16, device="cuda")
+        for n in (3, 8, 3, 8, 5, 3):
+            x = torch.rand(n, 16, device="cuda")
+            close(self, "y at N=%d" % n, f(x=x, s=s), x * s + x, 1e-6)
+            out = torch.full((n, 16), float("nan"), device="cuda")
+            self.assertIs(f(x=x, s=s, out={"y": out}), out)
+            close(self, "out at N=%d" % n, out, x * s + x, 1e-6)
+            a = x[:, :4].contiguous()
+            p, q = two(a=a)
+            close(self, "p at M=%d" % n, p, a + a, 1e-6)
+            close(self, "q at M=%d" % n, q, a * a, 1e-6)
+        if f._fast:
+            self.assertGreater(f._fast.taken, 6)  # all but each shape's first call ran in C
+
     def test_current_stream(self):
         stream = torch.cuda.Stream()
         x = torch.rand(1 << 12, 16, device="cuda")
