@@ -67,8 +67,18 @@ void checked_call(const std::shared_ptr<RuntimeState>& runtime, const FunctionSt
   ++rt.calls;
 }
 
-bool same_shape(const TensorRef& given, const std::vector<int64_t>& expected) {
-  return given.rank == expected.size() && std::equal(expected.begin(), expected.end(), given.shape);
+// Whether the outputs of a call that matched (`quick` maps them) have the
+// loaded fusion's shapes, which the quick path compares after loading.
+bool outputs_fit(const TensorRef* outputs, const runtime::CallLayout::Quick& quick,
+                 const std::vector<std::vector<int64_t>>& expected) {
+  if (expected.size() != quick.output_given.size())
+    return false;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const TensorRef& given = outputs[quick.output_given[i]];
+    if (given.rank != expected[i].size() || !std::equal(expected[i].begin(), expected[i].end(), given.shape))
+      return false;
+  }
+  return true;
 }
 
 // A thread's scratch space for the quick path, reused by its calls so that
@@ -121,16 +131,14 @@ void Function::call(const TensorRef* arguments, size_t argument_count, const Ten
     loaded = rt.loaded(state, state.layout.bindings(quick.dims), context);
     state.remember(context, quick.dims, loaded);
   }
-  const std::vector<std::vector<int64_t>>& expected = loaded->output_shapes();
-  for (size_t i = 0; i < output_count; ++i)
-    if (i >= expected.size() || !same_shape(outputs[quick.output_given[i]], expected[i])) {
-      // Worded by the checked path's own comparison.
-      runtime::CheckedCall call =
-          runtime::check_call(fusion, tensors_of<TensorArg>(fusion, arguments, argument_count, "arguments"),
-                              tensors_of<TensorOut>(fusion, outputs, output_count, "outputs"));
-      runtime::check_output_shapes(fusion, call, expected);
-      throw RuntimeError(ErrorKind::Argument, "fusion '" + fusion.name + "': output shapes do not fit");
-    }
+  if (!outputs_fit(outputs, quick, loaded->output_shapes())) {
+    // Worded by the checked path's own comparison.
+    runtime::CheckedCall call =
+        runtime::check_call(fusion, tensors_of<TensorArg>(fusion, arguments, argument_count, "arguments"),
+                            tensors_of<TensorOut>(fusion, outputs, output_count, "outputs"));
+    runtime::check_output_shapes(fusion, call, loaded->output_shapes());
+    throw RuntimeError(ErrorKind::Argument, "fusion '" + fusion.name + "': output shapes do not fit");
+  }
   loaded->launch(quick.arguments, quick.outputs, static_cast<CUstream>(stream));
   ++rt.calls;
 }
@@ -162,11 +170,7 @@ BoundCall Function::bind(const TensorRef* arguments, size_t argument_count, cons
     CUcontext context = rt.call_context(current);
     runtime::ContextScope scope(driver(), context, current);
     std::shared_ptr<runtime::LoadedFusion> loaded = rt.loaded(state, state.layout.bindings(quick.dims), context);
-    const std::vector<std::vector<int64_t>>& expected = loaded->output_shapes();
-    bool fits = expected.size() == output_count;
-    for (size_t i = 0; fits && i < output_count; ++i)
-      fits = same_shape(outputs[quick.output_given[i]], expected[i]);
-    if (fits) { // else call() words the mismatch at each launch
+    if (outputs_fit(outputs, quick, loaded->output_shapes())) { // else call() words the mismatch at each launch
       bound->loaded = std::move(loaded);
       bound->context = context;
       bound->argument_given = std::move(quick.argument_given);
