@@ -521,14 +521,7 @@ TEST_F(FakeDriver, BoundCallsLaunchAsCallsDo) {
   };
   std::vector<TensorRef> args = refs(t.args), outs = refs(t.outs);
   std::swap(args[0], args[1]); // s, x
-  auto message = [](const std::function<void()>& run) {
-    try {
-      run();
-    } catch (const RuntimeError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
+  const auto message = testing::thrown_message;
 
   const int loads = g_fake->module_loads;
   BoundCall bound = f.bind(args.data(), args.size(), outs.data(), outs.size());

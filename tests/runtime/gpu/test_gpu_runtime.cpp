@@ -562,14 +562,7 @@ TEST_F(GpuRuntime, BoundLaunchesMatchCalls) {
   std::vector<float> host(static_cast<size_t>(128 * 1024));
   data[0] = reinterpret_cast<const void*>((reinterpret_cast<uintptr_t>(host.data()) + 15) & ~uintptr_t{15});
   args[0].data = data[0];
-  auto message = [](const std::function<void()>& run) {
-    try {
-      run();
-    } catch (const RuntimeError& error) {
-      return std::string(error.what());
-    }
-    return std::string("(no error)");
-  };
+  const auto message = testing::thrown_message;
   const std::string refused = message([&] { bound.launch(data.data(), out_data.data()); });
   EXPECT_NE(refused.find("is not CUDA memory"), std::string::npos) << refused;
   EXPECT_EQ(refused, message([&] { f.call(args.data(), args.size(), outs.data(), outs.size()); }));

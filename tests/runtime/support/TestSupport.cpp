@@ -83,6 +83,15 @@ std::unique_ptr<LoadedModule> load_module(const std::string& text, const std::st
   return loaded;
 }
 
+std::string thrown_message(const std::function<void()>& run) {
+  try {
+    run();
+  } catch (const RuntimeError& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
 CommandResult run_command(const std::string& command) {
   CommandResult result;
   FILE* pipe = popen((command + " 2>&1").c_str(), "r");

@@ -6,6 +6,7 @@
 #include "fusegen/Diagnostics.h"
 #include "fusegen/HostTensor.h"
 #include "fusegen/IR.h"
+#include "fusegen/Runtime.h"
 #include "fusegen/Specialize.h"
 
 #include <functional>
@@ -63,6 +64,9 @@ struct CommandResult {
   std::string output;
 };
 CommandResult run_command(const std::string& command);
+
+// The message of the RuntimeError that `run` throws, or "(no error)".
+std::string thrown_message(const std::function<void()>& run);
 std::string cli_path();
 
 // Collects warnings from a runtime's warning sink.
