@@ -30,6 +30,7 @@
   X(cuStreamSynchronize)                                                                                               \
   X(cuStreamCreate)                                                                                                    \
   X(cuStreamDestroy_v2)                                                                                                \
+  X(cuStreamWaitEvent)                                                                                                 \
   X(cuEventCreate)                                                                                                     \
   X(cuEventDestroy_v2)                                                                                                 \
   X(cuEventRecord)                                                                                                     \
@@ -66,6 +67,27 @@ struct DriverApi {
 // RuntimeError (ErrorKind::NoDriver) when libcuda cannot be opened, lacks an
 // entry point, or cuInit fails; the outcome is remembered.
 const DriverApi& driver();
+
+// Stream ordering for the C API's fusegen_runtime_stream_wait: the work
+// enqueued later on one stream waits for the work enqueued so far on another
+// (a producer's, such as __cuda_array_interface__'s `stream`), without
+// blocking the host. capi/CApi.cpp declares these three itself (cuda.h is not
+// on its include path), so they take and give no driver types.
+struct StreamWaits;
+// For device `ordinal`; nothing is asked of the driver before the first wait.
+StreamWaits* stream_waits_create(int ordinal);
+// Destroys the events and releases the primary context if it was retained.
+void stream_waits_destroy(StreamWaits* waits) noexcept;
+// Records an event on `producer` and makes `stream` wait for it
+// (cuStreamWaitEvent), in the context calls use: the thread's current one
+// when it is on the device, else the device's primary context (pushed and
+// popped around). Streams are CUstream handles; null and CU_STREAM_LEGACY
+// are both the legacy default stream, CU_STREAM_PER_THREAD the per-thread
+// one. When the two are the same stream nothing is done and the driver is not
+// opened. One event per context, made on first use and reused; a lock keeps
+// each record with its wait, so concurrent waits cannot swap records.
+// Throws RuntimeError: NoDriver (no driver or no such device), Driver.
+void stream_wait(StreamWaits& waits, void* stream, void* producer);
 
 } // namespace fusegen::runtime
 

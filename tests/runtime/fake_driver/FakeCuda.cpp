@@ -25,6 +25,9 @@ struct FakeFunction {
 };
 struct FakeEvent {
   double at_ms = -1; // the clock when recorded; -1 before
+  CUcontext context = nullptr; // current when it was made: records must be made there
+  bool recorded = false;
+  CUstream recorded_on = nullptr;
 };
 double g_clock_ms = 0; // simulated time, advanced by kernel launches
 struct FakeModule {
@@ -70,6 +73,7 @@ extern "C" void fakecuda_reset() {
   g_state.allocation_device.clear();
   g_state.launch_ms.clear();
   g_state.compute_major = 9;
+  g_state.stream_waits.clear();
 }
 
 void* g_last_stream = nullptr;
@@ -77,6 +81,27 @@ void* g_last_stream = nullptr;
 extern "C" void* fakecuda_last_stream() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_last_stream;
+}
+
+extern "C" int fakecuda_call_count(const char* name) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return static_cast<int>(std::count(g_state.calls.begin(), g_state.calls.end(), name));
+}
+
+extern "C" int fakecuda_stream_wait_count() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return static_cast<int>(g_state.stream_waits.size());
+}
+
+extern "C" int fakecuda_stream_wait_at(int index, void** stream, void** producer, int* launches_before) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (index < 0 || static_cast<size_t>(index) >= g_state.stream_waits.size())
+    return 0;
+  const fakecuda::StreamWait& wait = g_state.stream_waits[static_cast<size_t>(index)];
+  *stream = wait.stream;
+  *producer = wait.producer;
+  *launches_before = static_cast<int>(wait.launches_before);
+  return 1;
 }
 
 extern "C" void fakecuda_set_recording(int on) {
@@ -209,7 +234,9 @@ CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int) {
   if (t_stack.empty())
     return CUDA_ERROR_INVALID_CONTEXT;
   std::lock_guard<std::mutex> lock(g_mutex);
-  *event = reinterpret_cast<CUevent>(new FakeEvent);
+  auto* made = new FakeEvent;
+  made->context = t_stack.back();
+  *event = reinterpret_cast<CUevent>(made);
   ++g_state.live_events;
   return CUDA_SUCCESS;
 }
@@ -220,10 +247,30 @@ CUresult CUDAAPI cuEventDestroy(CUevent event) {
   --g_state.live_events;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuEventRecord(CUevent event, CUstream) {
+CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
   FAKE_ENTER("cuEventRecord");
+  // The event and the stream must be of one context; the fake knows the
+  // streams' contexts no better than "current", which the default streams are of.
+  auto* recorded = reinterpret_cast<FakeEvent*>(event);
+  if (t_stack.empty() || t_stack.back() != recorded->context)
+    return CUDA_ERROR_INVALID_CONTEXT;
   std::lock_guard<std::mutex> lock(g_mutex);
-  reinterpret_cast<FakeEvent*>(event)->at_ms = g_clock_ms;
+  recorded->at_ms = g_clock_ms;
+  recorded->recorded = true;
+  recorded->recorded_on = stream;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
+  FAKE_ENTER("cuStreamWaitEvent");
+  if (t_stack.empty())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  const auto* waited = reinterpret_cast<FakeEvent*>(event);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_state.recording)
+    g_state.stream_waits.push_back(
+        {stream, event, waited->recorded, waited->recorded_on, t_stack.back(), g_state.launches.size()});
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuEventSynchronize(CUevent) {

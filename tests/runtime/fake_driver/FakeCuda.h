@@ -25,6 +25,16 @@ struct Launch {
   bool programmatic = false;          // cuLaunchKernelEx with programmatic stream serialization
 };
 
+// A cuStreamWaitEvent: `stream` waits for the event's last record.
+struct StreamWait {
+  void* stream = nullptr;
+  void* event = nullptr;
+  bool recorded = false;      // the event had been recorded
+  void* producer = nullptr;   // the stream it was last recorded on
+  void* context = nullptr;    // current at the wait
+  size_t launches_before = 0; // kernel launches recorded before the wait
+};
+
 struct State {
   std::vector<Launch> launches;
   std::vector<std::string> calls; // every entry point called, in order
@@ -45,6 +55,7 @@ struct State {
   std::map<std::string, double> launch_ms;
   int live_streams = 0;
   int live_events = 0;
+  std::vector<StreamWait> stream_waits;
   int compute_major = 9; // the device's compute capability: compute_major.0
 };
 inline constexpr int kHostMemory = -1;
@@ -57,3 +68,10 @@ extern "C" void fakecuda_reset();
 extern "C" void fakecuda_set_recording(int on);
 // The stream of the last kernel launch (recorded or not), for tests from C.
 extern "C" void* fakecuda_last_stream();
+// For tests from C (ctypes): how many times entry point `name` was called
+// (while recording), and the stream waits: their count, and the i-th one's
+// waiting stream, producer stream and kernel launches before it (0 when
+// there is no i-th).
+extern "C" int fakecuda_call_count(const char* name);
+extern "C" int fakecuda_stream_wait_count();
+extern "C" int fakecuda_stream_wait_at(int index, void** stream, void** producer, int* launches_before);
