@@ -12,11 +12,26 @@
 #include <string>
 #include <vector>
 
+namespace fusegen::runtime {
+// As declared in runtime/src/DriverApi.h, which needs cuda.h (not on this
+// target's include path): stream ordering for fusegen_runtime_stream_wait.
+struct StreamWaits;
+StreamWaits* stream_waits_create(int ordinal);
+void stream_waits_destroy(StreamWaits* waits) noexcept;
+void stream_wait(StreamWaits& waits, void* stream, void* producer);
+} // namespace fusegen::runtime
+
 struct fusegen_runtime {
   std::unique_ptr<fusegen::Runtime> runtime;
   std::string cache_dir;
   std::mutex device_mutex;  // guards device_name
   std::string device_name; // filled by fusegen_runtime_device
+  fusegen::runtime::StreamWaits* stream_waits = nullptr; // owned; its event for fusegen_runtime_stream_wait
+
+  fusegen_runtime() = default;
+  fusegen_runtime(const fusegen_runtime&) = delete;
+  fusegen_runtime& operator=(const fusegen_runtime&) = delete;
+  ~fusegen_runtime() { fusegen::runtime::stream_waits_destroy(stream_waits); }
 };
 
 struct fusegen_program {
@@ -240,6 +255,7 @@ fusegen_status fusegen_runtime_create(int32_t device, const fusegen_runtime_opti
     auto handle = std::make_unique<fusegen_runtime>();
     handle->runtime = std::make_unique<fusegen::Runtime>(device, std::move(cpp));
     handle->cache_dir = handle->runtime->cache_dir();
+    handle->stream_waits = fusegen::runtime::stream_waits_create(device);
     *out = handle.release();
   });
 }
@@ -278,6 +294,13 @@ fusegen_status fusegen_runtime_synchronize(fusegen_runtime* runtime, void* strea
   return guarded([&] {
     require(runtime, "runtime");
     runtime->runtime->synchronize(stream);
+  });
+}
+
+fusegen_status fusegen_runtime_stream_wait(fusegen_runtime* runtime, void* stream, void* producer) {
+  return guarded([&] {
+    require(runtime, "runtime");
+    fusegen::runtime::stream_wait(*runtime->stream_waits, stream, producer);
   });
 }
 

@@ -124,6 +124,12 @@ FUSEGEN_API const char* fusegen_runtime_cache_dir(const fusegen_runtime* runtime
 /* The device's name and compute capability (90 for sm_90). Opens the device. */
 FUSEGEN_API fusegen_status fusegen_runtime_device(fusegen_runtime* runtime, const char** name, int32_t* arch);
 FUSEGEN_API fusegen_status fusegen_runtime_synchronize(fusegen_runtime* runtime, void* stream);
+/* Makes the work enqueued later on `stream` wait for the work enqueued so far on `producer`, without blocking the
+ * host: records an event on `producer` and has `stream` wait for it. Both are CUstream (cudaStream_t) handles of this
+ * runtime's device, as __cuda_array_interface__'s `stream` gives them: NULL and CU_STREAM_LEGACY ((void*)1) are the
+ * legacy default stream, CU_STREAM_PER_THREAD ((void*)2) the per-thread one. When they are the same stream nothing is
+ * done (and the device is not opened). The event is made once per runtime and context and reused; thread-safe. */
+FUSEGEN_API fusegen_status fusegen_runtime_stream_wait(fusegen_runtime* runtime, void* stream, void* producer);
 
 /* ---- programs ---- */
 FUSEGEN_API fusegen_status fusegen_program_load_file(fusegen_runtime* runtime, const char* path,

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
@@ -244,6 +245,29 @@ TEST(CApi, BadCallsAreRejectedBeforeTheDriver) {
   fusegen_status status = fusegen_function_call(h.fn, args, 3, outs, 2, nullptr);
   EXPECT_TRUE(status == FUSEGEN_ERROR_NO_DRIVER || status == FUSEGEN_ERROR_ARGUMENT)
       << fusegen_status_name(status) << ": " << fusegen_last_error();
+}
+
+// fusegen_runtime_stream_wait: the same stream (NULL and CU_STREAM_LEGACY are
+// one) needs nothing, not even the device, so it succeeds on a runtime of a
+// device that no machine has; other streams need that device. The waits
+// themselves are checked on the fake driver (tests/runtime/fake_driver, and
+// python_package through the Python package).
+TEST(CApi, StreamWaitNeedsNothingForTheSameStream) {
+  EXPECT_EQ(fusegen_runtime_stream_wait(nullptr, nullptr, nullptr), FUSEGEN_ERROR_INVALID);
+  fusegen_runtime* rt = nullptr;
+  ASSERT_EQ(fusegen_runtime_create(1000, nullptr, &rt), FUSEGEN_OK) << fusegen_last_error();
+  void* legacy = reinterpret_cast<void*>(uintptr_t{1});
+  void* per_thread = reinterpret_cast<void*>(uintptr_t{2});
+  void* stream = reinterpret_cast<void*>(uintptr_t{0x5000});
+  EXPECT_EQ(fusegen_runtime_stream_wait(rt, nullptr, nullptr), FUSEGEN_OK) << fusegen_last_error();
+  EXPECT_EQ(fusegen_runtime_stream_wait(rt, nullptr, legacy), FUSEGEN_OK) << fusegen_last_error();
+  EXPECT_EQ(fusegen_runtime_stream_wait(rt, legacy, nullptr), FUSEGEN_OK) << fusegen_last_error();
+  EXPECT_EQ(fusegen_runtime_stream_wait(rt, per_thread, per_thread), FUSEGEN_OK) << fusegen_last_error();
+  EXPECT_EQ(fusegen_runtime_stream_wait(rt, stream, stream), FUSEGEN_OK) << fusegen_last_error();
+  EXPECT_EQ(fusegen_runtime_stream_wait(rt, nullptr, per_thread), FUSEGEN_ERROR_NO_DRIVER);
+  EXPECT_NE(std::string(fusegen_last_error()).find("no CUDA"), std::string::npos) << fusegen_last_error();
+  EXPECT_EQ(fusegen_runtime_stream_wait(rt, stream, nullptr), FUSEGEN_ERROR_NO_DRIVER);
+  fusegen_runtime_destroy(rt);
 }
 
 TEST(CApi, PrepareChecksDims) {
