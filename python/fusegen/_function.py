@@ -226,6 +226,7 @@ class Function(_call_base()):
         shapes = []
         pointers = []
         use_torch = False
+        producers = ()  # __cuda_array_interface__ streams whose pending work the call waits for
         try:
             for name in self.argument_names:
                 t = tensors[name]
@@ -234,11 +235,13 @@ class Function(_call_base()):
                     pointers.append(t.data_ptr())
                     use_torch = True
                 else:  # everything else, and every error message
-                    shape, pointer, is_torch = _tensors.adapt(
+                    shape, pointer, is_torch, producer = _tensors.adapt(
                         "argument '%s' of %s" % (name, self.name), t, device, name in self._state)
                     shapes.append(shape)
                     pointers.append(pointer)
                     use_torch = use_torch or is_torch
+                    if producer is not None:
+                        producers += (producer,)
         except KeyError:
             raise self._names_error(tensors) from None
         key = tuple(shapes)
@@ -263,13 +266,15 @@ class Function(_call_base()):
                         slot.data = r.data_ptr()
                 use_torch = True
             else:
-                results = self._given_outputs(out, plan)
+                results, producers = self._given_outputs(out, plan, producers)
                 use_torch = use_torch or _tensors.TorchTensor is not None and \
                     isinstance(results[0] if results else None, _tensors.TorchTensor)
             if stream is None:
                 handle = _tensors.raw_stream(device) if use_torch else None
             else:
                 handle = _stream_handle(stream)
+            if producers:
+                self._wait_for(producers, handle)
             # No argtypes on _c_call: a non-null stream must be a c_void_p.
             status = self._c_call(self._handle, plan.args, self._n_args, plan.outs, self._n_outs,
                                   _VoidP(handle) if handle else None)
@@ -322,8 +327,20 @@ class Function(_call_base()):
                 parts.append("unknown argument '%s'" % name)
         return ArgumentError("fusegen: %s: %s; the signature is %s" % (self.name, "; ".join(parts), self.signature))
 
-    def _given_outputs(self, out, plan):
-        """Checks the caller's outputs against the plan's shapes and fills their pointers."""
+    def _wait_for(self, producers, handle):
+        """Makes the call's stream (`handle`; None or 0 is the legacy default stream) wait for the
+        work pending on each producer stream of a __cuda_array_interface__ (CUDA Array Interface
+        v3), once per stream and not for the call's own: an event recorded there, waited for here."""
+        waited = {handle or 1}  # 1: the legacy default stream, as null is
+        for producer in producers:
+            if producer not in waited:
+                waited.add(producer)
+                check(self._lib, self._lib.fusegen_runtime_stream_wait(self.runtime._handle, handle or None,
+                                                                       producer))
+
+    def _given_outputs(self, out, plan, producers):
+        """Checks the caller's outputs against the plan's shapes and fills their pointers: (the
+        outputs in order, `producers` and the outputs' __cuda_array_interface__ streams)."""
         if _tensors.TorchTensor is not None and type(out) is dict and len(out) == self._n_outs:
             # The common case, torch tensors that fit, without building sets or messages.
             device = self._device
@@ -335,7 +352,7 @@ class Function(_call_base()):
                 slot.data = t.data_ptr()
                 results.append(t)
             else:
-                return results
+                return results, producers
         if not isinstance(out, dict):
             raise ArgumentError("fusegen: %s: out= must be a dict {output name: tensor}" % self.name)
         unknown = sorted(set(out) - set(self.output_names))
@@ -348,13 +365,16 @@ class Function(_call_base()):
         results = []
         for name, expected, slot in zip(self.output_names, plan.out_shapes, plan.out_slots):
             value = out[name]
-            shape, pointer, _ = _tensors.adapt("output '%s' of %s" % (name, self.name), value, self._device, True)
+            shape, pointer, _, producer = _tensors.adapt("output '%s' of %s" % (name, self.name), value,
+                                                         self._device, True)
             if tuple(shape) != expected:
                 raise ArgumentError("fusegen: %s: output '%s' has shape %s; for these arguments it is %s" % (
                     self.name, name, list(shape), list(expected)))
             slot.data = pointer
             results.append(value)
-        return results
+            if producer is not None:
+                producers += (producer,)
+        return results, producers
 
     def _tensor_array(self, names_b, shapes):
         arrays = [(ctypes.c_int64 * len(s))(*s) for s in shapes]

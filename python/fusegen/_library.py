@@ -83,6 +83,7 @@ _PROTOTYPES = {
     "fusegen_runtime_cache_dir": (_str, [_p]),
     "fusegen_runtime_device": (_status, [_p, ctypes.POINTER(_str), ctypes.POINTER(_i32)]),
     "fusegen_runtime_synchronize": (_status, [_p, _p]),
+    "fusegen_runtime_stream_wait": (_status, [_p, _p, _p]),
     "fusegen_program_load_file": (_status, [_p, _str, ctypes.POINTER(_p)]),
     "fusegen_program_load_string": (_status, [_p, _str, _str, ctypes.POINTER(_p)]),
     "fusegen_program_destroy": (None, [_p]),

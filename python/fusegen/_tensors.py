@@ -6,6 +6,7 @@ passed if the caller already imported torch, so `sys.modules` tells whether
 to look for one; torch is imported only to allocate outputs.
 """
 
+import operator
 import sys
 
 from ._errors import ArgumentError
@@ -99,8 +100,29 @@ def _contiguous(shape, strides, itemsize):
     return True
 
 
+def _interface_stream(what, stream):
+    """The producer stream of a __cuda_array_interface__ (v3 `stream`): None (nothing to wait
+    for) or a CUstream handle (1: the legacy default stream, 2: the per-thread default stream)."""
+    if stream is None:
+        return None
+    try:
+        handle = None if isinstance(stream, bool) else operator.index(stream)
+    except TypeError:
+        handle = None
+    if handle == 0:
+        raise ArgumentError("fusegen: %s has __cuda_array_interface__ stream 0, which the interface disallows "
+                            "(None: nothing to wait for; 1: the legacy default stream; 2: the per-thread default "
+                            "stream; else a CUstream handle)" % what)
+    if handle is None or not 0 < handle < 1 << 64:
+        raise ArgumentError("fusegen: %s has __cuda_array_interface__ stream %r; it must be None or a CUstream "
+                            "handle (an int; 1: the legacy default stream, 2: the per-thread default stream)"
+                            % (what, stream))
+    return handle
+
+
 def cuda_array(what, value, writable):
-    """(shape tuple, pointer) of an object exposing __cuda_array_interface__ (float32, contiguous)."""
+    """(shape tuple, pointer, stream) of an object exposing __cuda_array_interface__ (float32,
+    contiguous); stream is the producer's (None when there is nothing to wait for)."""
     try:
         cai = value.__cuda_array_interface__
         shape = tuple(int(d) for d in cai["shape"])
@@ -118,11 +140,13 @@ def cuda_array(what, value, writable):
                             "contiguous row-major arrays" % (what, _shape_text(shape), tuple(strides)))
     if writable and readonly:
         raise ArgumentError("fusegen: %s is read-only, but fusegen writes it" % what)
-    return shape, int(pointer or 0)
+    return shape, int(pointer or 0), _interface_stream(what, cai.get("stream"))
 
 
 def adapt(what, value, device, writable):
-    """(shape, pointer, is_torch) for any tensor-like `value`, or ArgumentError saying why not.
+    """(shape, pointer, is_torch, stream) for any tensor-like `value`, or ArgumentError saying why
+    not. `stream` is the __cuda_array_interface__'s producer stream to wait for, or None (always
+    for torch tensors, which are taken to be ready on torch's current stream).
 
     The slow, general path: the call path handles torch tensors itself and
     comes here for everything else (and to word its errors)."""
@@ -131,10 +155,10 @@ def adapt(what, value, device, writable):
         problem = torch_problem(what, value, device)
         if problem:
             raise ArgumentError("fusegen: " + problem)
-        return value.shape, value.data_ptr(), True
+        return value.shape, value.data_ptr(), True, None
     if hasattr(value, "__cuda_array_interface__"):
-        shape, pointer = cuda_array(what, value, writable)
-        return shape, pointer, False
+        shape, pointer, stream = cuda_array(what, value, writable)
+        return shape, pointer, False, stream
     if hasattr(value, "__dlpack__"):
         # DLPack producers go through torch, which checks the device for us.
         Tensor = require_torch("a DLPack argument")
@@ -143,7 +167,7 @@ def adapt(what, value, device, writable):
         problem = torch_problem(what, converted, device)
         if problem:
             raise ArgumentError("fusegen: " + problem)
-        return converted.shape, converted.data_ptr(), True
+        return converted.shape, converted.data_ptr(), True, None
     raise ArgumentError("fusegen: %s must be a CUDA tensor (a torch.Tensor or an object with "
                         "__cuda_array_interface__), not %s" % (what, type(value).__name__))
 

@@ -37,7 +37,9 @@ class FakeArray:
 
     _next = 0x7F0000000000
 
-    def __init__(self, shape, typestr="<f4", strides=None, readonly=False, address=None):
+    _NO_STREAM = object()
+
+    def __init__(self, shape, typestr="<f4", strides=None, readonly=False, address=None, stream=_NO_STREAM):
         if address is None:
             address = FakeArray._next
             size = 4
@@ -47,6 +49,8 @@ class FakeArray:
         self.shape = tuple(shape)
         self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr, "data": (address, readonly),
                                          "strides": strides, "version": 3}
+        if stream is not FakeArray._NO_STREAM:  # v3's optional producer stream
+            self.__cuda_array_interface__["stream"] = stream
 
     @property
     def address(self):

@@ -112,6 +112,25 @@ class CallChecksTest(unittest.TestCase):
         with self.assertRaisesRegex(fusegen.ArgumentError, "stream must be"):
             self.f.call(self.good(), out={"y": FakeArray((4, 16))}, stream="default")
 
+    def test_interface_stream(self):
+        # CUDA Array Interface v3: stream 0 is disallowed; None means nothing to wait for.
+        with self.assertRaisesRegex(fusegen.ArgumentError, r"argument 'x' of scale_add has "
+                                    r"__cuda_array_interface__ stream 0, which the interface disallows"):
+            self.f(x=FakeArray((4, 16), stream=0), s=FakeArray((16,)), out={"y": FakeArray((4, 16))})
+        with self.assertRaisesRegex(fusegen.ArgumentError, "output 'y' of scale_add has __cuda_array_interface__ "
+                                                           "stream 0"):
+            self.f(out={"y": FakeArray((4, 16), stream=0)}, **self.good())
+        for bad in ("default", -3, 1 << 64, 1.0, True):
+            with self.assertRaisesRegex(fusegen.ArgumentError, r"argument 's' of scale_add has "
+                                        r"__cuda_array_interface__ stream .*; it must be None or a CUstream handle"):
+                self.f(x=FakeArray((4, 16)), s=FakeArray((16,), stream=bad), out={"y": FakeArray((4, 16))})
+        # None, and the legacy default stream on a call on it, need no wait; another stream needs
+        # the driver for its wait (python/tests/test_streams.py checks the waits on the fake driver).
+        self.reaches_driver(x=FakeArray((4, 16), stream=None), s=FakeArray((16,), stream=1),
+                            out={"y": FakeArray((4, 16), stream=None)})
+        self.reaches_driver(x=FakeArray((4, 16), stream=0x5000), s=FakeArray((16,)), out={"y": FakeArray((4, 16))})
+        self.assertEqual(self.runtime.stats()["calls"], 0)
+
     def reaches_driver(self, function=None, **arguments):
         if self.gpu:
             return  # the fake pointers would be rejected by the driver's pointer checks

@@ -259,5 +259,60 @@ fusion two {
         self.assertEqual(after["compiles"], before["compiles"])
 
 
+class InterfaceArray:
+    """A torch tensor seen only through __cuda_array_interface__ v3, with the producer
+    stream `stream` (the CuPy and Numba kind of argument)."""
+
+    def __init__(self, tensor, stream):
+        self.tensor = tensor  # keeps the memory alive
+        self.__cuda_array_interface__ = dict(tensor.__cuda_array_interface__, version=3, stream=stream)
+
+
+@unittest.skipUnless(torch, NO_GPU)
+@support.requires_library
+class InterfaceStreamTest(unittest.TestCase):
+    """The call waits for the work pending on an interface array's stream. The producer's
+    work is held back (torch.cuda._sleep) on a torch side stream, which does not synchronize
+    with the call's stream by itself: without the wait the call would read or write the
+    arrays before the producer is done."""
+
+    SPEC = "fusion add {\n  input a : f32[N, 16]\n  input b : f32[N, 16]\n  output y = a + b\n}\n"
+    ROWS = 1 << 16
+
+    @classmethod
+    def setUpClass(cls):
+        cls.f = fusegen.Runtime(cache_dir=support.CACHE_DIR).load_string(cls.SPEC, name="add.fg").function()
+
+    def run_after_producer(self, produce, call):
+        """Runs produce() on a side stream after about 50 ms of spinning, then call(producer's
+        handle) at once; returns when both are done."""
+        torch.cuda.synchronize()
+        producer = torch.cuda.Stream()
+        with torch.cuda.stream(producer):
+            torch.cuda._sleep(100_000_000)  # cycles: tens of ms, far longer than the call takes to launch
+            produce()
+        call(producer.cuda_stream)
+        torch.cuda.synchronize()
+
+    def test_inputs_and_outputs_wait_for_their_producer(self):
+        a, b, y = (torch.zeros(self.ROWS, 16, device="cuda") for _ in range(3))
+        self.f(a=a, b=b, out={"y": y})  # compiled and loaded before the timed part
+        consumer = torch.cuda.Stream()
+        for on in (None, consumer):  # the legacy default stream, and a stream of the call's own
+            with self.subTest(stream="legacy default" if on is None else "given"):
+                # An input the producer writes: the call must read the new values.
+                a.zero_(), b.fill_(1.0), y.zero_()
+                self.run_after_producer(lambda: a.fill_(2.0), lambda producer: self.f.call(
+                    {"a": InterfaceArray(a, producer), "b": InterfaceArray(b, None)},
+                    out={"y": InterfaceArray(y, None)}, stream=on))
+                self.assertTrue(bool((y == 3.0).all()), "y = a + b read a before its producer wrote it")
+                # An output the producer writes: the call's result must come after it.
+                a.fill_(2.0)
+                self.run_after_producer(lambda: y.fill_(-1.0), lambda producer: self.f.call(
+                    {"a": InterfaceArray(a, 1 if on is None else None), "b": InterfaceArray(b, None)},
+                    out={"y": InterfaceArray(y, producer)}, stream=on))
+                self.assertTrue(bool((y == 3.0).all()), "the producer's write of y came after the call's")
+
+
 if __name__ == "__main__":
     unittest.main()
