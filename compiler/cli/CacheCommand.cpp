@@ -86,12 +86,15 @@ int cache_command(const std::vector<std::string>& args) {
   }
   std::cout << "cache directory: " << dir << "\n";
   if (action == "clear") {
-    Result<size_t> removed = clear_cache(dir);
-    if (!removed) {
-      std::cerr << "fusegen cache: error: " << removed.error() << "\n";
+    Result<CacheClearReport> cleared = clear_cache(dir);
+    if (!cleared) {
+      std::cerr << "fusegen cache: error: " << cleared.error() << "\n";
       return kExitSpecError;
     }
-    std::cout << "removed " << removed.value() << (removed.value() == 1 ? " file" : " files") << "\n";
+    const CacheClearReport& report = cleared.value();
+    std::cout << "removed " << report.removed << (report.removed == 1 ? " file" : " files") << "\n";
+    for (const std::string& name : report.left)
+      std::cerr << "fusegen cache: warning: left " << name << " (named like an entry but not a file)\n";
     return kExitOk;
   }
   Result<CacheContents> contents = inspect_cache(dir);

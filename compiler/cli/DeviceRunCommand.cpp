@@ -110,10 +110,14 @@ Result<std::map<std::string, HostTensor>> load_tensors(const std::string& dir,
   std::map<std::string, HostTensor> tensors;
   for (const auto& [name, value] : values) {
     const std::string file = dir + "/" + name + ".npy";
-    Result<HostTensor> tensor = read_npy(file);
+    const std::vector<int64_t> shape = concrete_shape(*value);
+    uint64_t elements = 1;
+    for (int64_t d : shape)
+      elements =
+          d > 0 && elements > UINT64_MAX / static_cast<uint64_t>(d) ? UINT64_MAX : elements * static_cast<uint64_t>(d);
+    Result<HostTensor> tensor = read_npy(file, npy_max_bytes(elements));
     if (!tensor)
       return Error{tensor.error()};
-    const std::vector<int64_t> shape = concrete_shape(*value);
     if (tensor.value().shape != shape)
       return Error{file + ": shape " + shape_str(tensor.value().shape) + ", but " + name + " is f32" +
                    shape_str(shape)};

@@ -10,7 +10,6 @@
 #include "fusegen/Warmup.h"
 
 #include <charconv>
-#include <iomanip>
 #include <iostream>
 
 namespace fusegen::cli {
@@ -71,16 +70,23 @@ int warmup_command(const std::vector<std::string>& args) {
   std::cout << "warmup " << line.positional[0] << " for sm_" << options.arch << " (" << report.target << ") into "
             << report.cache_dir << "\n";
   for (const WarmupItem& item : report.items) {
-    std::cout << "  " << std::left << std::setw(10) << warmup_outcome_name(item.outcome) << item.fusion << " "
-              << dims_summary(item.dims) << "\n";
-    if (item.outcome == WarmupOutcome::Failed)
+    const std::string outcome = warmup_outcome_name(item.outcome);
+    std::cout << "  " << outcome << std::string(outcome.size() < 10 ? 10 - outcome.size() : 1, ' ') << item.fusion
+              << " " << dims_summary(item.dims) << "\n";
+    if (item.outcome == WarmupOutcome::Failed || item.outcome == WarmupOutcome::NotStored)
       std::cerr << "fusegen warmup: error: " << item.fusion << " " << dims_summary(item.dims) << ": " << item.error
                 << "\n";
   }
+  // A deployment script reads the exit code: the cache is warm only if every
+  // item is in it.
   size_t failed = report.count(WarmupOutcome::Failed);
+  size_t not_stored = report.count(WarmupOutcome::NotStored);
   std::cout << report.count(WarmupOutcome::Compiled) << " compiled, " << report.count(WarmupOutcome::Cached)
             << " already cached, " << failed << " failed\n";
-  return failed ? kExitSpecError : kExitOk;
+  if (not_stored)
+    std::cerr << "fusegen warmup: error: " << not_stored << " of " << report.items.size()
+              << " compiled but not stored in " << report.cache_dir << ": the cache is not warm for them\n";
+  return failed || not_stored ? kExitSpecError : kExitOk;
 }
 
 } // namespace fusegen::cli

@@ -8,7 +8,13 @@
 // an Error naming the file; nothing here may crash or allocate unboundedly.
 #include "fusegen/Npy.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <bit>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -252,13 +258,38 @@ std::optional<uint64_t> checked_numel(const std::vector<int64_t>& shape) {
   return count;
 }
 
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return std::nullopt;
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad())
-    return std::nullopt;
+// Regular files only, and no more than `max_bytes`: a FIFO or /dev/zero
+// named like a tensor must be an error, not a hang or an unbounded read.
+Result<std::string> read_file(const std::string& path, uint64_t max_bytes) {
+  // Non-blocking, so that opening a FIFO returns; fstat then refuses it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return Error{std::string("cannot read file: ") + std::strerror(errno)};
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat info {};
+  if (::fstat(fd, &info) != 0)
+    return Error{std::string("cannot read file: ") + std::strerror(errno)};
+  if (!S_ISREG(info.st_mode))
+    return Error{"not a regular file"};
+  if (static_cast<uint64_t>(info.st_size) > max_bytes)
+    return Error{"too large: " + std::to_string(info.st_size) + " bytes, where at most " + std::to_string(max_bytes) +
+                 " were expected"};
+  std::string bytes(static_cast<size_t>(info.st_size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return Error{std::string("cannot read file: ") + std::strerror(errno)};
+    if (n == 0)
+      break;
+    done += static_cast<size_t>(n);
+  }
+  bytes.resize(done);
   return bytes;
 }
 
@@ -295,11 +326,11 @@ std::string header_dict(const std::vector<int64_t>& shape, const char* descr) {
 
 } // namespace
 
-Result<HostTensor> read_npy(const std::string& path) {
-  std::optional<std::string> bytes = read_file(path);
+Result<HostTensor> read_npy(const std::string& path, uint64_t max_bytes) {
+  Result<std::string> bytes = read_file(path, max_bytes);
   if (!bytes)
-    return file_error(path, "cannot read file");
-  auto split = split_header(*bytes);
+    return file_error(path, bytes.error());
+  auto split = split_header(bytes.value());
   if (!split)
     return file_error(path, split.error());
   auto [header_text, data_offset] = split.value();
@@ -315,7 +346,7 @@ Result<HostTensor> read_npy(const std::string& path) {
     return file_error(path, "fortran_order True is not supported (save a C-contiguous array)");
 
   std::optional<uint64_t> count = checked_numel(header.shape);
-  uint64_t available = bytes->size() - data_offset;
+  uint64_t available = bytes.value().size() - data_offset;
   // Compare element counts, not byte counts, so a huge shape cannot overflow.
   if (!count || *count > available / type->size)
     return file_error(path, "truncated data: shape " + shape_str(header.shape) + " needs more than the " +
@@ -327,10 +358,18 @@ Result<HostTensor> read_npy(const std::string& path) {
   HostTensor tensor;
   tensor.shape = header.shape;
   tensor.data.resize(static_cast<size_t>(*count));
-  const auto* data = reinterpret_cast<const unsigned char*>(bytes->data() + data_offset);
+  const auto* data = reinterpret_cast<const unsigned char*>(bytes.value().data() + data_offset);
   for (size_t i = 0; i < tensor.data.size(); ++i)
     tensor.data[i] = decode(data + i * type->size, *type);
   return tensor;
+}
+
+uint64_t npy_max_bytes(uint64_t elements) {
+  // numpy refuses headers over 10,000 bytes by default; allow a version 2
+  // prelude and twice that.
+  constexpr uint64_t kMaxHeader = kPreludeV2 + 20000;
+  constexpr uint64_t kMaxElements = (UINT64_MAX - kMaxHeader) / 8;
+  return elements > kMaxElements ? UINT64_MAX : kMaxHeader + elements * 8;
 }
 
 Status write_npy(const std::string& path, const HostTensor& tensor, NpyType type) {

@@ -17,17 +17,42 @@ namespace fs = std::filesystem;
 using runtime::kEntrySuffix;
 using runtime::kTempPrefix;
 
-bool is_entry_name(const std::string& name) {
-  return name.size() == 64 + kEntrySuffix.size() && name.ends_with(kEntrySuffix) && name[0] != '.';
+bool is_hex64(std::string_view text) {
+  return text.size() == 64 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-bool is_temp_name(const std::string& name) { return name.starts_with(kTempPrefix); }
+bool is_entry_name(const std::string& name) {
+  return name.size() == 64 + kEntrySuffix.size() && name.ends_with(kEntrySuffix) && is_hex64(name.substr(0, 64));
+}
+
+// Only what DiskCache::store creates: ".tmp-<64 hex>.fgc-XXXXXX" (mkostemp's
+// six characters). A looser test would let `cache clear` on a mistyped
+// directory delete a user's ".tmp-notes".
+bool is_temp_name(const std::string& name) {
+  const size_t entry_name = 64 + kEntrySuffix.size();
+  if (name.size() != kTempPrefix.size() + entry_name + 7 || !name.starts_with(kTempPrefix))
+    return false;
+  std::string_view rest = std::string_view(name).substr(kTempPrefix.size());
+  return is_hex64(rest.substr(0, 64)) && rest.substr(64, kEntrySuffix.size()) == kEntrySuffix &&
+         rest[entry_name] == '-';
+}
 
 CacheEntryInfo inspect_entry(const fs::directory_entry& file) {
   CacheEntryInfo info;
   info.file = file.path().filename().string();
   std::error_code ec;
-  info.bytes = file.is_regular_file(ec) ? file.file_size(ec) : 0;
+  // Not followed: a link, FIFO or directory in an entry's place is reported,
+  // never opened (a FIFO would block the read).
+  const fs::file_status status = file.symlink_status(ec);
+  if (ec || !fs::is_regular_file(status)) {
+    info.problem = ec                         ? "cannot stat: " + ec.message()
+                   : fs::is_directory(status) ? "a directory is in its place"
+                   : fs::is_symlink(status)   ? "a link is in its place"
+                                              : "not a regular file";
+    return info;
+  }
+  info.bytes = file.file_size(ec);
   Result<std::string> bytes = runtime::DiskCache::read_entry_file(file.path().string());
   if (!bytes) {
     info.problem = bytes.error();
@@ -48,6 +73,10 @@ CacheEntryInfo inspect_entry(const fs::directory_entry& file) {
   info.ptx = entry.value().ptx;
   if (sha256_hex(key) + std::string(kEntrySuffix) != info.file) {
     info.problem = "file name is not the hash of the entry's key";
+    return info;
+  }
+  if (Status usable = runtime::check_entry_matches_key(entry.value()); !usable) {
+    info.problem = usable.error();
     return info;
   }
   info.ok = true;
@@ -78,24 +107,34 @@ Result<CacheContents> inspect_cache(const std::string& dir) {
   return contents;
 }
 
-Result<size_t> clear_cache(const std::string& dir) {
+Result<CacheClearReport> clear_cache(const std::string& dir) {
   if (Status usable = runtime::prepare_cache_dir(dir, false); !usable)
     return Error{usable.error()};
+  CacheClearReport report;
   std::vector<fs::path> doomed;
   std::error_code ec;
   for (const fs::directory_entry& file : fs::directory_iterator(dir, ec)) {
     std::string name = file.path().filename().string();
-    if (is_temp_name(name) || is_entry_name(name))
+    if (!is_temp_name(name) && !is_entry_name(name))
+      continue;
+    // Files and links are unlinked (a link's target is untouched); anything
+    // else under such a name was not made by fusegen and stays.
+    std::error_code status_ec;
+    const fs::file_status status = file.symlink_status(status_ec);
+    if (!status_ec && (fs::is_regular_file(status) || fs::is_symlink(status)))
       doomed.push_back(file.path());
+    else
+      report.left.push_back(name);
   }
   if (ec)
     return Error{"cannot list " + dir + ": " + ec.message()};
   for (const fs::path& path : doomed) {
-    fs::remove_all(path, ec);
-    if (ec)
+    if (!fs::remove(path, ec) && ec)
       return Error{"cannot remove " + path.string() + ": " + ec.message()};
+    ++report.removed;
   }
-  return doomed.size();
+  std::sort(report.left.begin(), report.left.end());
+  return report;
 }
 
 } // namespace fusegen

@@ -9,8 +9,7 @@ namespace fusegen::runtime {
 namespace {
 
 constexpr size_t kChecksumBytes = 32;
-constexpr uint32_t kMaxCount = 4096;                   // kernels, buffers, ... per entry
-constexpr uint64_t kMaxImageBytes = uint64_t{1} << 30; // 1 GiB
+constexpr uint32_t kMaxCount = 4096; // kernels, buffers, ... per entry
 
 std::string checksum(std::string_view bytes) {
   Sha256 hash;
@@ -295,6 +294,19 @@ Result<CacheEntry> decode_entry(std::string_view bytes) {
   if (Status consistent = check_consistency(entry.launch); !consistent)
     return Error{consistent.error()};
   return entry;
+}
+
+Status check_entry_matches_key(const CacheEntry& entry) {
+  const std::string fusion = key_field(entry.key_material, "fusion");
+  if (entry.launch.fusion != fusion)
+    return Error{"its launch plan is for fusion '" + entry.launch.fusion + "', its key for '" + fusion + "'"};
+  if (!entry.launch.dim_symbols.empty())
+    return Error{"its launch plan still has symbolic dims"};
+  const bool ptx_target = key_field(entry.key_material, "target").starts_with("compute_");
+  if (entry.ptx != ptx_target)
+    return Error{std::string("its image is ") + (entry.ptx ? "PTX" : "a cubin") + " but its key's target is " +
+                 key_field(entry.key_material, "target")};
+  return Status::success();
 }
 
 } // namespace fusegen::runtime

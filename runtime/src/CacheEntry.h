@@ -24,12 +24,18 @@
 
 #include "fusegen/Result.h"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace fusegen::runtime {
 
 inline constexpr std::string_view kCacheMagic = "FUSEGENK";
+// Bounds that let a reader refuse a file before reading it: a fusion's
+// image is a few hundred KiB (the largest seen, chain 39's, under 2 MiB), and
+// the launch metadata a few KiB. Entries beyond these are never written.
+inline constexpr uint64_t kMaxImageBytes = uint64_t{64} << 20;
+inline constexpr uint64_t kMaxEntryBytes = kMaxImageBytes + (uint64_t{4} << 20);
 
 struct CacheEntry {
   std::string key_material;
@@ -41,5 +47,10 @@ struct CacheEntry {
 std::string encode_entry(const CacheEntry& entry);
 // Errors say what is wrong ("truncated", "checksum mismatch", ...).
 Result<CacheEntry> decode_entry(std::string_view bytes);
+// What the runtime requires of a decoded entry beyond its format: a launch
+// plan for the fusion its key names, fully specialized, and an image of the
+// kind the key's target says. The disk cache and `fusegen cache verify`
+// both apply it, so verify says "ok" only for what the runtime would load.
+Status check_entry_matches_key(const CacheEntry& entry);
 
 } // namespace fusegen::runtime

@@ -8,12 +8,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <new>
 #include <vector>
 
 namespace fusegen::runtime {
 namespace {
-
-constexpr off_t kMaxEntryBytes = off_t{3} << 29; // 1.5 GiB: an image is at most 1 GiB
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -38,6 +37,22 @@ private:
   int fd_;
 };
 
+// Reads until `size` bytes or the end of the file; returns how many.
+Result<size_t> read_up_to(int fd, char* data, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::read(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return Error{"read failed: " + errno_text()};
+    if (n == 0)
+      break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
 Status write_all(int fd, const std::string& bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
@@ -54,29 +69,38 @@ Status write_all(int fd, const std::string& bytes) {
 } // namespace
 
 Result<std::string> DiskCache::read_entry_file(const std::string& path) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  // Non-blocking, so that a FIFO or device in an entry's place cannot stall
+  // the open; the fstat below then refuses anything but a regular file.
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0)
-    return Error{"cannot open: " + errno_text()};
+    return Error{errno == ELOOP ? "a link is in its place" : "cannot open: " + errno_text()};
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0)
     return Error{"cannot stat: " + errno_text()};
   if (!S_ISREG(info.st_mode))
-    return Error{"not a regular file"};
-  if (info.st_size > kMaxEntryBytes)
-    return Error{"too large (" + std::to_string(info.st_size) + " bytes)"};
-  std::string bytes(static_cast<size_t>(info.st_size), '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::read(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return Error{"read failed: " + errno_text()};
-    if (n == 0)
-      break;
-    done += static_cast<size_t>(n);
+    return Error{S_ISDIR(info.st_mode) ? "a directory is in its place" : "not a regular file"};
+  // Size and magic before anything is allocated for the rest: junk of any
+  // size costs one small read.
+  if (static_cast<uint64_t>(info.st_size) > kMaxEntryBytes)
+    return Error{"too large for an entry (" + std::to_string(info.st_size) + " bytes, at most " +
+                 std::to_string(kMaxEntryBytes) + ")"};
+  std::string bytes(kCacheMagic.size(), '\0');
+  Result<size_t> head = read_up_to(fd.get(), bytes.data(), bytes.size());
+  if (!head)
+    return Error{head.error()};
+  if (head.value() < bytes.size() || std::string_view(bytes) != kCacheMagic) {
+    bytes.resize(head.value());
+    return bytes; // decode_entry says what is wrong with so few or such bytes
   }
-  bytes.resize(done);
+  try {
+    bytes.resize(static_cast<size_t>(info.st_size));
+  } catch (const std::bad_alloc&) {
+    return Error{"cannot allocate " + std::to_string(info.st_size) + " bytes to read it"};
+  }
+  Result<size_t> rest = read_up_to(fd.get(), bytes.data() + head.value(), bytes.size() - head.value());
+  if (!rest)
+    return Error{rest.error()};
+  bytes.resize(head.value() + rest.value()); // a file that shrank meanwhile
   return bytes;
 }
 
@@ -114,6 +138,11 @@ DiskCache::Loaded DiskCache::load(const CacheKey& key) const {
     result.problem = "written for another key: " + describe_key_difference(entry.value().key_material, expected);
     return result;
   }
+  if (Status usable = check_entry_matches_key(entry.value()); !usable) {
+    result.status = Lookup::Bad;
+    result.problem = usable.error();
+    return result;
+  }
   result.status = Lookup::Hit;
   result.entry = std::move(entry.value());
   return result;
@@ -121,6 +150,10 @@ DiskCache::Loaded DiskCache::load(const CacheKey& key) const {
 
 Status DiskCache::store(const CacheKey& key, const CacheEntry& entry) const {
   std::call_once(swept_, [this] { remove_stale_temp_files(); });
+  const std::string bytes = encode_entry(entry);
+  if (bytes.size() > kMaxEntryBytes)
+    return Error{"an entry of " + std::to_string(bytes.size()) + " bytes is over the cache's limit of " +
+                 std::to_string(kMaxEntryBytes) + " bytes"};
   const std::string name = key.file_name();
   std::string temp = path(std::string(kTempPrefix) + name + "-XXXXXX");
   std::vector<char> temp_name(temp.begin(), temp.end());
@@ -129,7 +162,7 @@ Status DiskCache::store(const CacheKey& key, const CacheEntry& entry) const {
   if (fd.get() < 0)
     return Error{"cannot write to the kernel cache directory " + dir_ + ": cannot create a file: " + errno_text()};
   temp.assign(temp_name.data());
-  Status written = write_all(fd.get(), encode_entry(entry));
+  Status written = write_all(fd.get(), bytes);
   if (written && ::fsync(fd.get()) != 0)
     written = Error{"fsync failed: " + errno_text()};
   if (!fd.close() && written)

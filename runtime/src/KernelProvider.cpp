@@ -106,9 +106,6 @@ std::optional<ProvidedKernels> KernelProvider::lookup(const KernelRequest& reque
     return std::nullopt;
   CacheKey key = key_of(request, target_for(request));
   DiskCache::Loaded loaded = disk_->load(key);
-  // The key names the fusion; a plan for another one is a damaged entry.
-  if (loaded.status == DiskCache::Lookup::Hit && loaded.entry.launch.fusion != key.fusion)
-    loaded = {DiskCache::Lookup::Bad, {}, "its launch plan is for fusion '" + loaded.entry.launch.fusion + "'"};
   if (loaded.status == DiskCache::Lookup::Hit) {
     // Only the specialization (for the argument and output shapes); the
     // stored launch plan is used as it is.
@@ -157,10 +154,13 @@ void KernelProvider::store(const KernelRequest& request, ProvidedKernels& kernel
   kernels.entry.key_material = kernels.key.material();
   if (!disk_)
     return;
-  if (Status stored = disk_->store(kernels.key, kernels.entry); stored)
+  if (Status stored = disk_->store(kernels.key, kernels.entry); stored) {
     ++counters_.disk_writes;
-  else
+    kernels.store_error.clear();
+  } else {
+    kernels.store_error = stored.error();
     warnings_.warn(stored.error() + " (continuing without it)");
+  }
 }
 
 void KernelProvider::reject(const ProvidedKernels& kernels, const std::string& problem) {

@@ -44,6 +44,9 @@ struct ProvidedKernels {
   CacheKey key;
   CacheEntry entry; // launch plan and image
   bool from_disk = false;
+  // Why a fresh compile was not written to the disk cache (a read-only
+  // directory, a full disk); empty when it was, or when there is no disk cache.
+  std::string store_error;
 };
 
 class KernelProvider {

@@ -21,6 +21,8 @@ const char* warmup_outcome_name(WarmupOutcome outcome) {
   switch (outcome) {
   case WarmupOutcome::Compiled: return "compiled";
   case WarmupOutcome::Cached: return "cached";
+  case WarmupOutcome::NotStored:
+    return "not stored";
   case WarmupOutcome::Failed: return "failed";
   }
   return "?";
@@ -130,6 +132,10 @@ WarmupReport warmup(const Module& module, const SourceManager& sources, const st
       try {
         runtime::ProvidedKernels kernels = provider.provide(request);
         item.outcome = kernels.from_disk ? WarmupOutcome::Cached : WarmupOutcome::Compiled;
+        if (!kernels.store_error.empty()) {
+          item.outcome = WarmupOutcome::NotStored;
+          item.error = kernels.store_error;
+        }
       } catch (const RuntimeError& error) {
         item.error = error.what();
       } catch (const std::exception& error) {

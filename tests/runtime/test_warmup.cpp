@@ -74,9 +74,10 @@ TEST(Warmup, CompilesThenFindsEverythingCached) {
     EXPECT_EQ(entry.fusion, "scale_relu");
     EXPECT_EQ(entry.target, "sm_90");
   }
-  Result<size_t> cleared = clear_cache(dir.path());
+  Result<CacheClearReport> cleared = clear_cache(dir.path());
   ASSERT_TRUE(cleared);
-  EXPECT_EQ(cleared.value(), 2u);
+  EXPECT_EQ(cleared.value().removed, 2u);
+  EXPECT_TRUE(cleared.value().left.empty());
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 

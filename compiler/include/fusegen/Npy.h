@@ -5,6 +5,7 @@
 #include "fusegen/HostTensor.h"
 #include "fusegen/Result.h"
 
+#include <cstdint>
 #include <string>
 
 namespace fusegen {
@@ -14,7 +15,13 @@ enum class NpyType { F32, F64 };
 // Writes little-endian '<f4' or '<f8', C order.
 Status write_npy(const std::string& path, const HostTensor& tensor, NpyType type = NpyType::F64);
 // Reads '<f4' / '<f8' (and '<i8'/'<i4', converted), C order only; any other
-// layout or a malformed header is an error naming the file.
-Result<HostTensor> read_npy(const std::string& path);
+// layout or a malformed header is an error naming the file. Only regular
+// files of at most `max_bytes` are read (callers that know the shape pass
+// npy_max_bytes of it).
+Result<HostTensor> read_npy(const std::string& path, uint64_t max_bytes = UINT64_MAX);
+
+// The largest .npy file a tensor of `elements` elements can be: the largest
+// header numpy writes plus 8 bytes an element (saturating).
+uint64_t npy_max_bytes(uint64_t elements);
 
 } // namespace fusegen

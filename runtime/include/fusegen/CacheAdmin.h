@@ -42,7 +42,14 @@ struct CacheContents {
 // the hash of its key). Errors if the directory is missing or unsafe.
 Result<CacheContents> inspect_cache(const std::string& dir);
 
-// Deletes every entry and temporary file (nothing else); returns how many.
-Result<size_t> clear_cache(const std::string& dir);
+struct CacheClearReport {
+  size_t removed = 0;            // entry and temporary files
+  std::vector<std::string> left; // names like an entry's that are not files (e.g. directories), kept
+};
+
+// Deletes every entry file and fusegen temporary file, nothing else: only
+// regular files (or links, unlinked) named <64 hex>.fgc or
+// .tmp-<64 hex>.fgc-XXXXXX.
+Result<CacheClearReport> clear_cache(const std::string& dir);
 
 } // namespace fusegen

@@ -23,14 +23,16 @@ struct WarmupOptions {
   std::function<void(const std::string&)> warning_sink; // stderr when empty
 };
 
-enum class WarmupOutcome { Compiled, Cached, Failed };
-const char* warmup_outcome_name(WarmupOutcome outcome); // "compiled", "cached", "failed"
+// NotStored: compiled, but the cache could not take it (read-only directory,
+// full disk): the cache is not warm for that item.
+enum class WarmupOutcome { Compiled, Cached, NotStored, Failed };
+const char* warmup_outcome_name(WarmupOutcome outcome); // "compiled", "cached", "not stored", "failed"
 
 struct WarmupItem {
   std::string fusion;
   DimBindings dims; // the fusion's own dims
   WarmupOutcome outcome = WarmupOutcome::Failed;
-  std::string error; // for Failed
+  std::string error; // for Failed and NotStored
 };
 
 struct WarmupReport {
