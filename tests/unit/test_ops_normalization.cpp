@@ -63,6 +63,22 @@ TEST(NormalizationOps, GroupNormErrors) {
             "group_norm: expected a 1-d bias [64] but got [64, 1]");
 }
 
+// torch rejects one sample whose groups hold a single value each (issue
+// 27.8); with two samples, or N still symbolic, it is not an error here.
+TEST(NormalizationOps, GroupNormOfOneValuePerGroup) {
+  Attrs groups4 = {{"num_groups", int64_t{4}}};
+  EXPECT_EQ(infer("group_norm", {"[1, 4]", nullptr, nullptr}, groups4).error(),
+            "group_norm: expected more than 1 value per group, got input [1, 4] with num_groups=4");
+  EXPECT_EQ(infer("group_norm", {"[1, 4, 1, 1]", nullptr, nullptr}, groups4).error(),
+            "group_norm: expected more than 1 value per group, got input [1, 4, 1, 1] with num_groups=4");
+  EXPECT_EQ(infer("group_norm", {"[N, 4]", nullptr, nullptr}, groups4).shape(), "[N, 4]");
+  EXPECT_EQ(infer("group_norm", {"[1, 4, 2]", nullptr, nullptr}, groups4).shape(), "[1, 4, 2]");
+  // As torch: zero variance, so each value becomes its channel's bias.
+  HostTensor x = host({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  HostTensor bias = host({4}, {0.5, -1, 2, 3});
+  expect_values(run("group_norm", {x, nullptr, bias}, groups4), {0.5, -1, 2, 3, 0.5, -1, 2, 3});
+}
+
 TEST(NormalizationOps, GroupNormReference) {
   // [N=1, C=4, L=2], two groups: {0, 1, 2, 3} and {4, 5, 6, 7}, each with
   // mean m + 1.5 and biased variance 1.25.

@@ -140,6 +140,16 @@ std::optional<TensorType> infer_group_norm(ShapeContext& ctx) {
   if (channels.is_constant() && channels.value() % groups != 0)
     return ctx.error("num_groups", "num_groups " + std::to_string(groups) +
                                        " does not divide the " + channels.str() + " channels");
+  // torch (F.group_norm's _verify_batch_size) rejects N * C/G * spatial == 1:
+  // a single sample whose groups hold one value each. Unknown while a dim is
+  // symbolic; specialization checks it again.
+  if (channels.is_constant()) {
+    Shape per_group = ops::resolve_shape(ctx, x.shape);
+    per_group[1] = Dim::constant(channels.value() / groups);
+    if (auto count = shape_numel(per_group); count && *count == 1)
+      return ctx.error("input", "expected more than 1 value per group, got input " + shape_str(x.shape) +
+                                    " with num_groups=" + std::to_string(groups));
+  }
   if (!check_per_channel(ctx, "weight", x) || !check_per_channel(ctx, "bias", x))
     return std::nullopt;
   return same_shape(ctx, x);
