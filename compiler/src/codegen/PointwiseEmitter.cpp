@@ -22,12 +22,50 @@ void PointwiseEmitter::bind_stats(NodeId norm, NormTerms terms) { stats_[norm] =
 std::string PointwiseEmitter::value(ValueId id) {
   if (auto it = values_.find(id); it != values_.end())
     return it->second;
+  // Operands before their users, in the order a recursive walk would take
+  // (first operand first), with an explicit stack: a spec may chain 10,000
+  // statements, far deeper than the call stack allows (issue 23).
+  std::vector<std::pair<ValueId, bool>> pending = {{id, false}};
+  while (!pending.empty()) {
+    auto [next, operands_done] = pending.back();
+    pending.pop_back();
+    if (values_.count(next))
+      continue;
+    const Value& v = ctx_.fusion().value(next);
+    const bool computed = v.kind == ValueKind::Result && in_kernel_[v.producer];
+    if (computed && !operands_done) {
+      pending.push_back({next, true});
+      std::vector<ValueId> operands = operands_computed_from(ctx_.fusion().node(v.producer));
+      for (auto it = operands.rbegin(); it != operands.rend(); ++it)
+        if (!values_.count(*it))
+          pending.push_back({*it, false});
+      continue;
+    }
+    materialize(next);
+  }
+  return values_.at(id);
+}
+
+std::vector<ValueId> PointwiseEmitter::operands_computed_from(const Node& node) const {
+  // A normalization applied here reads only its input as a value; its
+  // statistics and affine params are read from buffers (apply_split_norm,
+  // apply_batch_norm_eval).
+  if (node.id == ctx_.step().stats_in || node.op == "batch_norm")
+    return {node.operands[0]};
+  std::vector<ValueId> operands;
+  for (ValueId operand : node.operands)
+    if (operand != kNoId)
+      operands.push_back(operand);
+  return operands;
+}
+
+void PointwiseEmitter::materialize(ValueId id) {
   const Value& v = ctx_.fusion().value(id);
   std::string expr;
   if (v.kind == ValueKind::Result && ctx_.fusion().node(v.producer).op == "constant") {
     expr = ops::cuda_float(std::get<double>(ctx_.fusion().node(v.producer).attrs.at("value")));
     values_[id] = expr;
-    return expr;
+    return;
   }
   if (v.kind == ValueKind::Result && in_kernel_[v.producer])
     expr = compute(ctx_.fusion().node(v.producer));
@@ -36,7 +74,6 @@ std::string PointwiseEmitter::value(ValueId id) {
   std::string name = "v" + std::to_string(id);
   lines_.push_back("const float " + name + " = " + expr + ";");
   values_[id] = name;
-  return name;
 }
 
 std::string PointwiseEmitter::load(ValueId id) {

@@ -34,6 +34,10 @@ public:
   std::string value(ValueId value);
 
 private:
+  // Emits the line of one value whose operands are all available.
+  void materialize(ValueId value);
+  // The operands compute() asks value() for.
+  std::vector<ValueId> operands_computed_from(const Node& node) const;
   std::string compute(const Node& node);
   std::string load(ValueId value);
   std::string channel_coord(size_t rank) const;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <unordered_set>
 
 namespace fusegen::plan {
 namespace {
@@ -55,16 +56,16 @@ private:
   struct Open {
     KernelStep step;
     ValueId tail = kNoId;
-    std::vector<ValueId> live;
+    std::unordered_set<ValueId> live; // a set: a stage may hold 100,000 values (issue 23)
 
     void set_tail(ValueId value, bool new_stage) {
       if (new_stage || value == kNoId)
         live.clear();
       tail = value;
       if (value != kNoId)
-        live.push_back(value);
+        live.insert(value);
     }
-    bool holds(ValueId value) const { return std::find(live.begin(), live.end(), value) != live.end(); }
+    bool holds(ValueId value) const { return live.count(value) != 0; }
   };
 
   int kernel_count() const { return static_cast<int>(kernels_.size()); }
@@ -285,6 +286,12 @@ private:
     int f = add_kernel(KernelKind::StatsFinalize, nullptr);
     kernels_[static_cast<size_t>(f)].step.stats_in = node.id;
     note(f, "combines the partials (Chan), writes mean and 1/std, updates running_mean and running_var");
+    // Kept only for its running stats (issue 23): nothing to apply, and an
+    // apply kernel would store nothing.
+    if (users_[node.result].empty() && !is_output(fusion_, node.result)) {
+      note(f, "nothing uses batch_norm's result: only the running stats are updated");
+      return;
+    }
     start_stats_apply(node, kApplyFinalizedNote);
   }
 
@@ -454,6 +461,10 @@ private:
           appliers.push_back(a);
       if (appliers.size() != 1 || kernels_[appliers[0]].step.kind != KernelKind::Elementwise)
         continue;
+      // Row 0 of the merged apply updates the running stats: no other thread
+      // of that kernel may read them (issue 23: `y = h + running_mean` raced).
+      if (reads_updated_state(kernels_[appliers[0]].step, norm))
+        continue;
       std::vector<std::string>& notes = kernels_[appliers[0]].step.notes;
       std::erase(notes, kApplyFinalizedNote);
       notes.push_back("applies batch_norm with statistics it merges from the partials itself (" +
@@ -465,6 +476,26 @@ private:
           --p;
       --k;
     }
+  }
+
+  // Whether a node of `step` other than `norm` reads a tensor `norm` updates
+  // in place (its mutated operands, from the op's traits).
+  bool reads_updated_state(const KernelStep& step, const Node& norm) const {
+    const OpDef* op = OpRegistry::builtin().find(norm.op);
+    if (!op || !op->mutates)
+      return false;
+    std::vector<ValueId> updated;
+    for (const std::string& param : op->mutates(norm.attrs))
+      if (ValueId id = norm.operands[static_cast<size_t>(op->tensor_slot(param))]; id != kNoId)
+        updated.push_back(id);
+    for (NodeId id : step.nodes()) {
+      if (id == norm.id)
+        continue;
+      for (ValueId operand : fusion_.node(id).operands)
+        if (std::find(updated.begin(), updated.end(), operand) != updated.end())
+          return true;
+    }
+    return false;
   }
 
   // The most partials a reader combines per element.
