@@ -1,7 +1,9 @@
 // libFuzzer target: arbitrary bytes through the whole front end (lexer,
-// parser, IR builder, passes, shape inference), then specialization with a
-// few dim values and the planner. Any crash, sanitizer report, leak or hang
-// is a bug; a diagnostic is the expected answer to bad input.
+// parser, IR builder, passes, shape inference), then the planner and code
+// generation (kernels and host launchers), symbolic and specialized with a
+// few dim values. Any crash, sanitizer report, leak or hang is a bug; a
+// diagnostic or a generation error is the expected answer to bad input.
+#include "fusegen/Codegen.h"
 #include "fusegen/Frontend.h"
 #include "fusegen/Planner.h"
 #include "fusegen/Specialize.h"
@@ -11,6 +13,16 @@
 
 namespace {
 
+// Generation for both targets the templates ship for; errors are answers.
+void generate(const fusegen::Plan& plan) {
+  for (int arch : {80, 90}) {
+    fusegen::CodegenOptions options;
+    options.arch = arch;
+    options.source_name = "fuzz.fg";
+    (void)fusegen::generate_cuda({plan}, options);
+  }
+}
+
 void plan_with_dims(const fusegen::Fusion& fusion, int64_t value) {
   fusegen::DimBindings dims;
   for (const std::string& symbol : fusion.symbols())
@@ -19,8 +31,11 @@ void plan_with_dims(const fusegen::Fusion& fusion, int64_t value) {
     return;
   fusegen::Diagnostics diags;
   std::optional<fusegen::Fusion> concrete = fusegen::specialize(fusion, dims, diags);
-  if (concrete)
-    (void)fusegen::print_plan(fusegen::plan_fusion(*concrete));
+  if (!concrete)
+    return;
+  fusegen::Plan plan = fusegen::plan_fusion(*concrete);
+  (void)fusegen::print_plan(plan);
+  generate(plan);
 }
 
 } // namespace
@@ -34,7 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!module)
     return 0;
   for (const fusegen::Fusion& fusion : module->fusions) {
-    (void)fusegen::print_plan(fusegen::plan_fusion(fusion));
+    fusegen::Plan plan = fusegen::plan_fusion(fusion);
+    (void)fusegen::print_plan(plan);
+    generate(plan);
     plan_with_dims(fusion, 1);
     plan_with_dims(fusion, 7);
   }
