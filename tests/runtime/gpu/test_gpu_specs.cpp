@@ -66,8 +66,33 @@ std::vector<SpecCase> cases() {
   return out;
 }
 
+// tests/regressions (README there): strict precision at batch sizes on both
+// sides of the planner's small-batch paths (batch_norm's merged finalize up
+// to 512 rows).
+std::vector<SpecCase> regression_cases() {
+  std::vector<std::string> specs;
+  for (const auto& entry : std::filesystem::directory_iterator(testing::source_path("tests/regressions")))
+    if (entry.path().extension() == ".fg")
+      specs.push_back("tests/regressions/" + entry.path().filename().string());
+  std::sort(specs.begin(), specs.end());
+  std::vector<SpecCase> out;
+  for (const std::string& spec : specs) {
+    // The 10,000-statement chain's kernel takes NVRTC ~15 s: one size (its
+    // elementwise kernel has no small-batch path).
+    std::vector<int64_t> sizes = {5, 64, 300, 2000};
+    if (spec.find("long_rebinding_chain") != std::string::npos)
+      sizes = {300};
+    for (int64_t n : sizes)
+      out.push_back({spec, n, Precision::Strict});
+  }
+  return out;
+}
+
 std::string case_name(const ::testing::TestParamInfo<SpecCase>& info) {
-  std::string name = info.param.spec.find("/small/") != std::string::npos ? "small_" : "v01_";
+  const std::string& spec = info.param.spec;
+  std::string name = spec.find("/small/") != std::string::npos        ? "small_"
+                     : spec.find("regressions/") != std::string::npos ? "regression_"
+                                                                      : "v01_";
   for (char c : std::filesystem::path(info.param.spec).stem().string())
     name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return name + "_N" + std::to_string(info.param.n) + "_" + precision_name(info.param.precision);
@@ -110,6 +135,7 @@ TEST_P(GpuSpecs, MatchesTheReferenceInterpreter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KernelBench, GpuSpecs, ::testing::ValuesIn(cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Regressions, GpuSpecs, ::testing::ValuesIn(regression_cases()), case_name);
 
 } // namespace
 } // namespace fusegen
