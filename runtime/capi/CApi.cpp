@@ -3,6 +3,8 @@
 // exception or an abort.
 #include "fusegen.h"
 
+#include "DriverApi.h" // stream ordering for fusegen_runtime_stream_wait
+
 #include "fusegen/Runtime.h"
 
 #include <array>
@@ -11,15 +13,6 @@
 #include <new>
 #include <string>
 #include <vector>
-
-namespace fusegen::runtime {
-// As declared in runtime/src/DriverApi.h, which needs cuda.h (not on this
-// target's include path): stream ordering for fusegen_runtime_stream_wait.
-struct StreamWaits;
-StreamWaits* stream_waits_create(int ordinal);
-void stream_waits_destroy(StreamWaits* waits) noexcept;
-void stream_wait(StreamWaits& waits, void* stream, void* producer);
-} // namespace fusegen::runtime
 
 struct fusegen_runtime {
   std::unique_ptr<fusegen::Runtime> runtime;
