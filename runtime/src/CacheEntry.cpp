@@ -5,6 +5,8 @@
 
 #include "fusegen/Sha256.h"
 
+#include <algorithm>
+
 namespace fusegen::runtime {
 namespace {
 
@@ -238,10 +240,11 @@ std::string encode_entry(const CacheEntry& entry) {
 Result<CacheEntry> decode_entry(std::string_view bytes) {
   if (bytes.empty())
     return Error{"empty file"};
+  // The magic first: a reader stops after it when it is wrong (DiskCache).
+  if (bytes.substr(0, kCacheMagic.size()) != kCacheMagic.substr(0, std::min(bytes.size(), kCacheMagic.size())))
+    return Error{"not a fusegen cache entry (bad magic)"};
   if (bytes.size() < kCacheMagic.size() + 4 + kChecksumBytes)
     return Error{"truncated (" + std::to_string(bytes.size()) + " bytes)"};
-  if (bytes.substr(0, kCacheMagic.size()) != kCacheMagic)
-    return Error{"not a fusegen cache entry (bad magic)"};
   ByteReader in(bytes.substr(0, bytes.size() - kChecksumBytes));
   std::string_view magic;
   uint32_t schema = 0;
