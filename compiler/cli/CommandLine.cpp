@@ -1,6 +1,21 @@
 #include "CommandLine.h"
 
+#include "fusegen/Target.h"
+
+#include <charconv>
+
 namespace fusegen::cli {
+
+Result<int> parse_sm_arch(const std::string& text) {
+  int arch = 0;
+  std::string digits = text.rfind("sm_", 0) == 0 ? text.substr(3) : "";
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), arch);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
+    return Error{"bad --arch '" + text + "' (expected sm_80, sm_86, sm_89, sm_90, ...)"};
+  if (Result<Target> target = target_for_arch(arch); !target)
+    return Error{"--arch " + target.error()};
+  return arch;
+}
 
 std::string CommandLine::value(const std::string& name, const std::string& fallback) const {
   auto it = values.find(name);

@@ -27,6 +27,9 @@ struct CommandLine {
   std::string value(const std::string& name, const std::string& fallback = "") const;
 };
 
+// --arch: "sm_90" -> 90, for an arch fusegen supports (target_for_arch).
+Result<int> parse_sm_arch(const std::string& text);
+
 // Parses `args` (without the program and subcommand names).
 Result<CommandLine> parse_command_line(const std::vector<std::string>& args,
                                        const std::vector<OptionSpec>& options);

@@ -8,23 +8,11 @@
 #include "fusegen/IRPrinter.h"
 #include "fusegen/Planner.h"
 
-#include <charconv>
 #include <fstream>
 #include <iostream>
 
 namespace fusegen::cli {
 namespace {
-
-Result<int> parse_arch(const std::string& text) {
-  int arch = 0;
-  std::string digits = text.rfind("sm_", 0) == 0 ? text.substr(3) : "";
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), arch);
-  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
-    return Error{"bad --arch '" + text + "' (expected sm_80, sm_86, sm_89, sm_90, ...)"};
-  if (arch < 80)
-    return Error{"--arch " + text + " is not supported (fusegen targets sm_80 and newer)"};
-  return arch;
-}
 
 // "128x64" or "64x64:8" -> one of kGemmBlocks with one of kGemmSplits.
 Result<GemmBlock> parse_gemm_block(const std::string& text) {
@@ -68,7 +56,7 @@ int generate_command(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   Result<DimBindings> dims = parse_dims(line.values.count("dims") ? line.values.at("dims") : std::vector<std::string>{});
-  Result<int> arch = parse_arch(line.value("arch", "sm_90"));
+  Result<int> arch = parse_sm_arch(line.value("arch", "sm_90"));
   std::string emit = line.value("emit", "cuda");
   std::string precision_text = line.value("precision");
   std::optional<Result<GemmBlock>> gemm_block;

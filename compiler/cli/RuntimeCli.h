@@ -10,8 +10,6 @@
 
 namespace fusegen::cli {
 
-// "sm_90" -> 90 (sm_80 and newer).
-Result<int> parse_sm_arch(const std::string& text);
 // "" -> nullopt (each fusion's own), "strict", "tf32".
 Result<std::optional<Precision>> parse_precision(const std::string& text);
 // "N=128 M=64", or "(no dims)".

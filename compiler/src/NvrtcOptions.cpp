@@ -1,13 +1,19 @@
 #include "fusegen/NvrtcOptions.h"
 
+#include "fusegen/Target.h"
+
 namespace fusegen {
 
 std::vector<std::string> nvrtc_options(const NvrtcTarget& target, Precision precision) {
-  // sm_90a: Hopper's architecture-specific features (wgmma), which every
-  // compute capability 9.0 device has; a 9.0a cubin runs on exactly those.
-  std::string arch = std::to_string(target.arch) + (target.cubin && target.arch == 90 ? "a" : "");
+  // A cubin for the target's own arch (sm_90a: Hopper's architecture-specific
+  // features, which every 9.0 device has; such a cubin runs on exactly
+  // those); PTX for the plain compute capability.
+  Result<Target> gpu = target_for_arch(target.arch);
+  std::string arch = !target.cubin ? "compute_" + std::to_string(target.arch)
+                     : gpu         ? gpu.value().compile_arch()
+                                   : "sm_" + std::to_string(target.arch);
   std::vector<std::string> options = {
-      (target.cubin ? "--gpu-architecture=sm_" : "--gpu-architecture=compute_") + arch,
+      "--gpu-architecture=" + arch,
       "-default-device",
       "--std=c++17",
       "-DFUSEGEN_DEVICE_ONLY",

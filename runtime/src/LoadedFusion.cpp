@@ -1,6 +1,7 @@
 #include "LoadedFusion.h"
 
 #include "fusegen/Runtime.h"
+#include "fusegen/Target.h"
 
 #include <atomic>
 #include <bit>
@@ -38,11 +39,16 @@ uint64_t this_thread_serial() {
   return serial;
 }
 
+bool supports_dependent_launches(int arch) {
+  Result<Target> target = target_for_arch(arch);
+  return target && target.value().dependent_launches;
+}
+
 } // namespace
 
 LoadedFusion::LoadedFusion(const DriverApi& api, CUcontext context, const DeviceInfo& device, const CacheEntry& entry,
                            const Fusion& concrete)
-    : api_(api), context_(context), plan_(entry.launch), dependent_launches_(device.arch >= 90) {
+    : api_(api), context_(context), plan_(entry.launch), dependent_launches_(supports_dependent_launches(device.arch)) {
   for (ValueId id : concrete.arguments)
     argument_shapes_.push_back(concrete_shape(concrete.value(id).type.shape));
   for (const FusionOutput& output : concrete.outputs)

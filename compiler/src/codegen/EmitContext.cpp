@@ -5,9 +5,9 @@
 
 namespace fusegen::codegen {
 
-EmitContext::EmitContext(const Plan& plan, size_t kernel, const CodegenOptions& options,
+EmitContext::EmitContext(const Plan& plan, size_t kernel, const CodegenOptions& options, const Target& target,
                          std::vector<std::string> dim_symbols)
-    : plan_(plan), kernel_(kernel), options_(options), dim_symbols_(std::move(dim_symbols)) {}
+    : plan_(plan), kernel_(kernel), options_(options), target_(target), dim_symbols_(std::move(dim_symbols)) {}
 
 std::string EmitContext::dim(const Dim& d) const {
   if (d.is_constant())

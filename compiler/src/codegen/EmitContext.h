@@ -5,6 +5,7 @@
 #include "fusegen/Codegen.h"
 #include "fusegen/Plan.h"
 #include "fusegen/Result.h"
+#include "fusegen/Target.h"
 
 #include <functional>
 #include <map>
@@ -15,7 +16,7 @@ namespace fusegen::codegen {
 
 class EmitContext {
 public:
-  EmitContext(const Plan& plan, size_t kernel, const CodegenOptions& options,
+  EmitContext(const Plan& plan, size_t kernel, const CodegenOptions& options, const Target& target,
               std::vector<std::string> dim_symbols);
 
   const Plan& plan() const { return plan_; }
@@ -23,6 +24,8 @@ public:
   const KernelStep& step() const { return plan_.kernels[kernel_]; }
   size_t kernel_index() const { return kernel_; }
   const CodegenOptions& options() const { return options_; }
+  // What the GPU has (features, SM count): asked here, never the arch number.
+  const Target& target() const { return target_; }
   Precision precision() const { return options_.precision.value_or(plan_.fusion.precision); }
   std::string kernel_name() const { return "fusegen_" + step().name; }
 
@@ -55,6 +58,7 @@ private:
   const Plan& plan_;
   size_t kernel_;
   const CodegenOptions& options_;
+  const Target& target_;
   std::vector<std::string> dim_symbols_;
 };
 

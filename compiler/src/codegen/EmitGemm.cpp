@@ -25,9 +25,8 @@ namespace {
 constexpr int kTile = 64; // rows and columns of an epilogue tile
 constexpr int kTileK = 16;
 constexpr int kThreads = 256;
-// Tensor-core blocks below this many per launch leave SMs idle, so a smaller
-// block is chosen (132 SMs on an H100 SXM, 108 on an A100).
-constexpr int64_t kEnoughBlocks = 132;
+// Tensor-core blocks below one per SM (Target::sm_count) leave SMs idle, so
+// a smaller block or a split-K is chosen.
 // Row blocks per group of a rastered grid (templates/gemm.cu, raster_rows):
 // an H100 wave of 132 blocks then spans about 8 column blocks of B instead
 // of all of them (chain 39: 32). 62 and 75 ran 1-5% faster strict and 0-8%
@@ -630,7 +629,7 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g,
   // registers beside a 128x128 block's accumulators (ptxas spills), so it
   // starts at 128x64. On sm_90 linear-like operands take wgmma (no fragment
   // registers), where 128x128 fits.
-  const bool wgmma = ctx.options().arch >= 90 && g.a_vector && g.b_vector && g.a_along_k && g.b_along_k;
+  const bool wgmma = ctx.target().wgmma && g.a_vector && g.b_vector && g.a_along_k && g.b_along_k;
   // Element-wise operand loads (conv2d's gather) are latency-bound: 64x64
   // blocks run two per SM (templates/gemm.cu), which measured faster.
   const bool gathers = !(g.a_vector && g.b_vector);
@@ -650,6 +649,7 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g,
       return "256-column blocks are for tf32 on wgmma, 128 rows";
     return "";
   };
+  const int64_t enough_blocks = ctx.target().sm_count;
   // 128x256 slices fill shared memory at 4 stages.
   const int stages = v.stages;
   auto set_block = [&](int bm, int bn) {
@@ -671,13 +671,13 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g,
   auto unsupported_split = [&](int bm, int bn, int split) -> std::string {
     if (split == 1)
       return "";
-    if (ctx.options().arch < 90)
-      return "split-K needs sm_90 (thread-block clusters)";
+    if (!ctx.target().clusters)
+      return "split-K needs sm_90 or later (thread-block clusters)";
     const std::optional<int64_t> blocks = blocks_of(bm, bn);
     if (!blocks || !slices)
       return "split-K needs known extents";
-    if (*blocks >= kEnoughBlocks)
-      return "split-K is for launches of fewer than " + std::to_string(kEnoughBlocks) + " blocks";
+    if (*blocks >= enough_blocks)
+      return "split-K is for launches of fewer than " + std::to_string(enough_blocks) + " blocks";
     if (*slices < split)
       return "k has " + std::to_string(*slices) + " slices of " + std::to_string(v.tile_k) + ", fewer than the split";
     return "";
@@ -701,7 +701,7 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g,
       continue; // likewise past the last row
     set_block(bm, bn);
     const std::optional<int64_t> blocks = blocks_of(bm, bn);
-    if (!blocks || *blocks >= kEnoughBlocks)
+    if (!blocks || *blocks >= enough_blocks)
       break;
   }
   if (std::string why = unsupported(v.block_m, v.block_n); !why.empty())
@@ -710,7 +710,7 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g,
   // block per SM and gives every block at least two slices.
   const std::optional<int64_t> blocks = blocks_of(v.block_m, v.block_n);
   for (int split : {8, 4, 2})
-    if (unsupported_split(v.block_m, v.block_n, split).empty() && *blocks * split <= kEnoughBlocks &&
+    if (unsupported_split(v.block_m, v.block_n, split).empty() && *blocks * split <= enough_blocks &&
         *slices >= 2 * split) {
       v.split_k = split;
       break;
@@ -746,8 +746,8 @@ bool waits_late(const EmitContext& ctx, const GemmVariant& v) {
 // small parts per slice beside B instead of splitting B in shared memory in
 // every block (templates/gemm.cu "b_split"; bench/NOTES.md v21).
 bool splits_b_once(const EmitContext& ctx, const GemmVariant& v) {
-  return ctx.step().b_split != kNoId && ctx.options().arch >= 90 && v.inner_product == 1 && v.async &&
-         v.block_m == 128 && v.tile_k == kTensorCoreTileK && ctx.fusion().node(ctx.step().anchor()).op == "linear";
+  return ctx.step().b_split != kNoId && ctx.target().wgmma && v.inner_product == 1 && v.async && v.block_m == 128 &&
+         v.tile_k == kTensorCoreTileK && ctx.fusion().node(ctx.step().anchor()).op == "linear";
 }
 
 // The pass: the weight's small parts, x - trunc_tf32(x) rounded to tf32
@@ -800,9 +800,10 @@ struct TailSplit {
 };
 
 std::optional<TailSplit> tail_split(const EmitContext& ctx, const GemmMapping& g, const GemmVariant& v) {
-  if (ctx.options().arch < 90 || ctx.options().gemm_block || v.inner_product == 0 || v.split_k > 1 ||
-      v.block_m != 128 || v.block_n != 128)
+  if (!ctx.target().clusters || ctx.options().gemm_block || v.inner_product == 0 || v.split_k > 1 || v.block_m != 128 ||
+      v.block_n != 128)
     return std::nullopt;
+  const int64_t enough_blocks = ctx.target().sm_count;
   if (!g.launch_rows.value || !g.launch_cols.value || !g.launch_depth.value || !g.launch_batches.value ||
       *g.launch_batches.value != 1)
     return std::nullopt;
@@ -810,12 +811,12 @@ std::optional<TailSplit> tail_split(const EmitContext& ctx, const GemmMapping& g
   const int64_t column_blocks = (*g.launch_cols.value + v.block_n - 1) / v.block_n;
   if (row_blocks > kMaxGridYZ || column_blocks > kMaxGridX) // the main launch would loop
     return std::nullopt;
-  const int64_t blocks = row_blocks * column_blocks, left = blocks % kEnoughBlocks;
+  const int64_t blocks = row_blocks * column_blocks, left = blocks % enough_blocks;
   const int64_t slices = (*g.launch_depth.value + v.tile_k - 1) / v.tile_k;
-  if (blocks < kEnoughBlocks || left == 0)
+  if (blocks < enough_blocks || left == 0)
     return std::nullopt;
   for (int split : {8, 4, 2})
-    if (left * split <= kEnoughBlocks && slices >= 2 * split)
+    if (left * split <= enough_blocks && slices >= 2 * split)
       return TailSplit{blocks - left, left, split};
   return std::nullopt;
 }
@@ -945,7 +946,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["block_begin"] = constant_hook("kBlockBegin", 0);
   // Rastered on sm_90 tensor cores where one block makes one output block
   // (measured there; a split tail takes its blocks the same way).
-  const bool rastered = ctx.options().arch >= 90 && variant.inner_product != 0 && variant.split_k == 1;
+  const bool rastered = ctx.target().rastered_gemm_blocks && variant.inner_product != 0 && variant.split_k == 1;
   hooks["raster_rows"] = constant_hook("kRasterRows", rastered ? kRasterRowBlocks : 0);
   hooks["b_split"] = bool_hook("kBSplit", variant.b_split);
   hooks["b_small_address"] = hook(

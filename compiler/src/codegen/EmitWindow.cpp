@@ -19,9 +19,10 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int64_t kTapsPerThread = 16;   // windows up to this many taps: one thread per output
 constexpr int64_t kRoundsPerBlock = 4;   // output rounds of a block before a plane is split over blocks
-// Blocks that fill an H100 (132 SMs, 8 blocks of 256 threads each): a launch
-// of fewer takes fewer rounds per block, for more loads in flight.
-constexpr int64_t kFullGrid = 132 * 8;
+// Blocks of 256 threads per SM that fill the GPU (8 on every supported
+// generation's 2048 threads): a launch of fewer than sm_count times this
+// takes fewer rounds per block, for more loads in flight.
+constexpr int64_t kBlocksPerSm = 8;
 constexpr int64_t kMaxPlanesPerBlock = 256;
 constexpr int64_t kMaxGridX = INT_MAX;
 constexpr int64_t kMaxGridY = 65535;
@@ -265,8 +266,9 @@ Result<KernelSource> emit_window(const EmitContext& ctx) {
   auto blocks_of = [&](const Tiling& t) {
     return (*planes.value + t.planes_per_block - 1) / t.planes_per_block * t.chunks;
   };
+  const int64_t full_grid = ctx.target().sm_count * kBlocksPerSm;
   Tiling tiling = tiling_of(g, team, planes.value);
-  for (int64_t rounds = kRoundsPerBlock / 2; rounds >= 1 && planes.value && blocks_of(tiling) < kFullGrid; rounds /= 2)
+  for (int64_t rounds = kRoundsPerBlock / 2; rounds >= 1 && planes.value && blocks_of(tiling) < full_grid; rounds /= 2)
     tiling = tiling_of(g, team, planes.value, rounds);
 
   KernelSource source;
