@@ -15,6 +15,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 namespace fusegen {
 namespace {
 
@@ -140,6 +142,47 @@ TEST(Regressions, RunningStatReadAfterItsUpdateIsNotRacing) {
       }
     }
   }
+}
+
+// The offline launchers take every output, also those no kernel writes, and
+// the generated file builds with nvcc (host launchers included) and links
+// with a caller that passes them all. (The runtime's path runs these specs on
+// the GPU in Regressions/GpuSpecs.)
+TEST(Regressions, OfflineLaunchersTakeEveryOutput) {
+#ifndef FUSEGEN_NVCC_PATH
+  GTEST_SKIP() << "skipped: no nvcc";
+#else
+  auto compiled = compile_file(kRegressions / "offline_launcher_outputs.fg");
+  ASSERT_TRUE(compiled->module) << compiled->diagnostics;
+  std::vector<Plan> plans;
+  for (const Fusion& fusion : compiled->module->fusions)
+    plans.push_back(plan_fusion(fusion));
+  CodegenOptions options;
+  Result<GeneratedCode> code = generate_cuda(plans, options);
+  ASSERT_TRUE(code) << code.error();
+  const fs::path dir = fs::temp_directory_path() / ("fusegen-launchers-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "kernels.cu") << code.value().source;
+  std::ofstream(dir / "kernels.h") << code.value().header;
+  std::ofstream(dir / "caller.cu") << R"(#include "kernels.h"
+int main() {
+  float *x = nullptr, *y = nullptr, *z = nullptr;
+  long long n = 3;
+  cudaError_t a = fusegen_alias_launch(x, y, z, n, nullptr, 0);
+  cudaError_t b = fusegen_passthru_launch(x, y, n, nullptr, 0);
+  return (int)a + (int)b + (int)fusegen_alias_workspace_size(n) + (int)fusegen_passthru_workspace_size(n);
+}
+)";
+  const std::string command = std::string(FUSEGEN_NVCC_PATH) + " -arch=sm_90a -Werror all-warnings -o " +
+                              (dir / "caller").string() + " " + (dir / "kernels.cu").string() + " " +
+                              (dir / "caller.cu").string() + " > " + (dir / "log").string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  std::ifstream log(dir / "log");
+  std::ostringstream text;
+  text << log.rdbuf();
+  EXPECT_EQ(status, 0) << text.str();
+  fs::remove_all(dir);
+#endif
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 #include "fusegen/TemplateText.h"
 
 #include <bit>
+#include <cassert>
 #include <set>
 #include <sstream>
 
@@ -99,6 +100,20 @@ void layout_workspace(const Plan& plan, const EmitContext& ctx, const std::set<B
   out.workspace_bytes = offset;
 }
 
+// Outputs that no kernel writes: a copy of another output, of an argument
+// or of an intermediate (`output y = h` and `output z = h`; `output y = x`).
+// The launcher copies them after the kernels, as the runtime's launch plan
+// does (runtime/src/LaunchPlan.cpp, OutputCopy).
+std::vector<const FusionOutput*> copied_outputs(const Plan& plan) {
+  std::vector<const FusionOutput*> copied;
+  for (const FusionOutput& output : plan.fusion.outputs) {
+    BufferId held = plan.buffer_of(output.value);
+    if (held == kNoId || plan.buffer(held).role != PlanBuffer::Role::Output || plan.buffer(held).name != output.name)
+      copied.push_back(&output);
+  }
+  return copied;
+}
+
 std::string launcher_params(const Plan& plan, const GeneratedFusion& fusion) {
   std::string params;
   for (const PlanBuffer& buffer : plan.buffers) {
@@ -109,6 +124,8 @@ std::string launcher_params(const Plan& plan, const GeneratedFusion& fusion) {
       params += "float* " + buffer.name + ", ";
     }
   }
+  for (const FusionOutput* output : copied_outputs(plan))
+    params += "float* " + output->name + ", ";
   for (const std::string& symbol : fusion.dim_symbols)
     params += "long long " + symbol + ", ";
   return params + "void* workspace, cudaStream_t stream";
@@ -127,7 +144,7 @@ void write_launcher(const Plan& plan, const GeneratedFusion& fusion, CodeWriter&
   w.open("extern \"C\" size_t " + prefix + "_workspace_size(" + workspace_params(fusion) + ")");
   for (const std::string& symbol : fusion.dim_symbols)
     w.line("(void)" + symbol + ";");
-  w.line("return (size_t)" + fusion.workspace_bytes.c + ";");
+  w.line("return (size_t)" + (fusion.workspace_bytes.c.empty() ? std::string("0") : fusion.workspace_bytes.c) + ";");
   w.close();
   w.line();
   w.open("extern \"C\" cudaError_t " + prefix + "_launch(" + launcher_params(plan, fusion) + ")");
@@ -175,6 +192,16 @@ void write_launcher(const Plan& plan, const GeneratedFusion& fusion, CodeWriter&
            ", (unsigned)" + kernel.grid[2].c + "), dim3(" + std::to_string(kernel.block) + "), " +
            std::to_string(kernel.shared_bytes) + ", stream>>>(args);");
     w.line("err = cudaGetLastError();");
+    w.line("if (err != cudaSuccess) return err;");
+  }
+  for (const FusionOutput* output : copied_outputs(plan)) {
+    BufferId held = plan.buffer_of(output->value);
+    assert(held != kNoId && "an output without a buffer");
+    std::string count = "1LL";
+    for (const Dim& d : plan.fusion.value(output->value).type.shape)
+      count += " * " + (d.is_constant() ? std::to_string(d.value()) + "LL" : d.name());
+    w.line("err = cudaMemcpyAsync(" + output->name + ", args.buf[" + std::to_string(held) + "], (size_t)(" + count +
+           ") * sizeof(float), cudaMemcpyDeviceToDevice, stream);");
     w.line("if (err != cudaSuccess) return err;");
   }
   w.line("return cudaSuccess;");
