@@ -2,7 +2,9 @@
 # The unit suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang),
 # then the fuzzers: the front end over the kept regression inputs, then for
 # FUSEGEN_FUZZ_SECONDS (default 60) seeded with every spec in the repository,
-# and the disk cache entry decoder for FUSEGEN_FUZZ_ENTRY_SECONDS (default 30).
+# and the disk cache entry decoder for FUSEGEN_FUZZ_ENTRY_SECONDS (default 30),
+# then the property test on generated specs for FUSEGEN_PROPERTY_SECONDS
+# (default 120).
 # Fails on any test failure, crash, leak, hang or sanitizer report, including
 # reports from child processes of passing tests (every report is logged to a
 # file, and any such file fails the run). Run by .ci/run after scripts/test.sh.
@@ -120,4 +122,23 @@ entry_corpus=$build/fuzz-corpus-cache-entry
 rm -rf "$entry_corpus"
 mkdir -p "$entry_corpus"
 fuzz fusegen_fuzz_cache_entry "$entry_corpus" "${FUSEGEN_FUZZ_ENTRY_SECONDS:-30}"
+
+# The property test (tests/property/run_property.py) against the instrumented
+# CLI, for FUSEGEN_PROPERTY_SECONDS (default 120): generated specs that check
+# accepts must generate, compile with NVRTC and run on the reference. Its
+# seeds start after the normal build's ctest slice (0:150). NVRTC runs
+# uninstrumented inside the instrumented process, with no report (checked on
+# 60 seeds); FUSEGEN_PROPERTY_NVRTC=0 leaves that step out.
+property_args=(--binary "$build/compiler/fusegen" --seeds "${FUSEGEN_PROPERTY_SEEDS:-150:1000000}"
+  --time-budget "${FUSEGEN_PROPERTY_SECONDS:-120}" --jobs "$jobs" --timeout 300 --keep "$build/property-failures")
+if [[ ${FUSEGEN_PROPERTY_NVRTC:-1} == 0 ]]; then
+  property_args+=(--no-nvrtc)
+fi
+rm -rf "$build/property-failures"
+python3 "$root/tests/property/run_property.py" "${property_args[@]}" || {
+  check_logs
+  echo "test-sanitizers: the property test failed; the specs are in $build/property-failures" >&2
+  exit 1
+}
+check_logs
 echo "test-sanitizers: passed in $((SECONDS - start)) s"
