@@ -16,6 +16,10 @@
 #   6. runs part of fusegen_runtime_gpu_tests (the small-shape specs at edge
 #      batch sizes, and the 16-thread test) under compute-sanitizer memcheck
 #      (with leak checking), racecheck and synccheck;
+#   7. runs a sample of the property test's generated specs
+#      (tests/property/run_property.py, seeds FUSEGEN_CHECK_PROPERTY_SEEDS,
+#      0:20) on the GPU with `fusegen run --device --compare`, under
+#      compute-sanitizer memcheck when step 6 found it;
 # and writes a short report to bench/results/gpu-check-<gpu>.md.
 #
 # usage: scripts/gpu-check.sh
@@ -284,6 +288,26 @@ synccheck||$edge_filter
 EOF
 fi
 
+echo "== property sample on the GPU"
+# Each generated spec that check accepts: generation, NVRTC, the reference,
+# then `fusegen run --device --compare` (under memcheck when step 6 runs).
+# Failed specs are kept in $build/property-failed (the work folder goes at exit).
+property_log=$work/property.log
+rm -rf "$build/property-failed"
+property_args=(--binary "$fusegen" --seeds "${FUSEGEN_CHECK_PROPERTY_SEEDS:-0:20}" --device
+  --timeout "$sanitizer_timeout" --keep "$build/property-failed")
+[[ -n $sanitizer ]] && property_args+=(--sanitizer "$sanitizer")
+python3 "$root/tests/property/run_property.py" "${property_args[@]}" </dev/null >"$property_log" 2>&1
+property_rc=$?
+property_summary=$(grep -m1 '^property: [0-9]' "$property_log")
+property_result=pass
+if ((property_rc != 0)); then
+  property_result=FAIL
+  overall=FAIL
+  tail -n 40 "$property_log" | sed 's/^/    /'
+fi
+echo "property sample: ${property_summary:-no summary}: $property_result"
+
 slug=$(echo "${gpu_name:-unknown}" | tr '[:upper:]' '[:lower:]' | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')
 mkdir -p "$root/bench/results"
 report=$root/bench/results/gpu-check-${slug:-unknown}.md
@@ -349,6 +373,21 @@ nvrtc=$(sed -n 's/.*nvrtc \([0-9.]*\)$/\1/p' < <(FUSEGEN_CACHE_DIR=$work/cache "
   if [[ -s $sanitizer_errors ]]; then
     echo
     cat "$sanitizer_errors"
+  fi
+  echo
+  echo "## Property sample"
+  echo
+  echo "tests/property/run_property.py --device${sanitizer:+ --sanitizer (memcheck)}: generated specs that"
+  echo "check accepts must generate, compile, run on the reference and match it on the GPU."
+  echo
+  echo "- ${property_summary:-no summary}: $property_result"
+  if ((property_rc != 0)); then
+    echo
+    echo '```'
+    grep -E '^(FAIL seed|property: |  [a-z].*: )' "$property_log" | head -n 40
+    echo '```'
+    echo
+    echo "The failed specs are in $build/property-failed."
   fi
 } >"$report"
 echo "== report: $report ($overall)"
