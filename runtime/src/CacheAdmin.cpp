@@ -14,29 +14,9 @@ namespace fusegen {
 namespace {
 
 namespace fs = std::filesystem;
+using runtime::is_entry_name;
+using runtime::is_temp_name;
 using runtime::kEntrySuffix;
-using runtime::kTempPrefix;
-
-bool is_hex64(std::string_view text) {
-  return text.size() == 64 &&
-         std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
-bool is_entry_name(const std::string& name) {
-  return name.size() == 64 + kEntrySuffix.size() && name.ends_with(kEntrySuffix) && is_hex64(name.substr(0, 64));
-}
-
-// Only what DiskCache::store creates: ".tmp-<64 hex>.fgc-XXXXXX" (mkostemp's
-// six characters). A looser test would let `cache clear` on a mistyped
-// directory delete a user's ".tmp-notes".
-bool is_temp_name(const std::string& name) {
-  const size_t entry_name = 64 + kEntrySuffix.size();
-  if (name.size() != kTempPrefix.size() + entry_name + 7 || !name.starts_with(kTempPrefix))
-    return false;
-  std::string_view rest = std::string_view(name).substr(kTempPrefix.size());
-  return is_hex64(rest.substr(0, 64)) && rest.substr(64, kEntrySuffix.size()) == kEntrySuffix &&
-         rest[entry_name] == '-';
-}
 
 CacheEntryInfo inspect_entry(const fs::directory_entry& file) {
   CacheEntryInfo info;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -66,7 +67,23 @@ Status write_all(int fd, const std::string& bytes) {
   return Status::success();
 }
 
+bool is_hex64(std::string_view text) {
+  return text.size() == 64 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 } // namespace
+
+bool is_entry_name(std::string_view name) {
+  return name.size() == 64 + kEntrySuffix.size() && name.ends_with(kEntrySuffix) && is_hex64(name.substr(0, 64));
+}
+
+bool is_temp_name(std::string_view name) {
+  const size_t entry_name = 64 + kEntrySuffix.size();
+  if (name.size() != kTempPrefix.size() + entry_name + 7 || !name.starts_with(kTempPrefix))
+    return false;
+  return is_entry_name(name.substr(kTempPrefix.size(), entry_name)) && name[kTempPrefix.size() + entry_name] == '-';
+}
 
 Result<std::string> DiskCache::read_entry_file(const std::string& path) {
   // Non-blocking, so that a FIFO or device in an entry's place cannot stall
@@ -203,7 +220,7 @@ size_t DiskCache::remove_stale_temp_files(std::chrono::seconds max_age) const {
   std::vector<std::string> stale;
   while (const dirent* item = ::readdir(listing)) {
     std::string_view name(item->d_name);
-    if (!name.starts_with(kTempPrefix))
+    if (!is_temp_name(name))
       continue;
     struct stat info {};
     if (::fstatat(dir_fd.get(), item->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0)

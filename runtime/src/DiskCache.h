@@ -23,6 +23,13 @@ namespace fusegen::runtime {
 // Temporary files are named ".tmp-<entry name>-XXXXXX" in the cache directory.
 inline constexpr std::string_view kTempPrefix = ".tmp-";
 inline constexpr std::string_view kEntrySuffix = ".fgc";
+// The names fusegen gives files in a cache directory: "<64 hex>.fgc" and
+// ".tmp-<64 hex>.fgc-XXXXXX" (mkostemp's six characters). Only files so named
+// are ever removed, so that a cache pointed at the wrong directory deletes
+// none of a user's files (".tmp-notes" included).
+bool is_entry_name(std::string_view name);
+bool is_temp_name(std::string_view name);
+
 // A write takes milliseconds; a temporary file this old belongs to a writer
 // that died. (Should one still be alive, its rename fails and it warns.)
 inline constexpr std::chrono::seconds kStaleTempAge{3600};

@@ -223,11 +223,14 @@ TEST(CacheLoad, StaleTempFilesAreRemovedByAge) {
   using namespace std::chrono_literals;
   const std::string old_temp = dir.file(".tmp-" + std::string(64, 'a') + ".fgc-Xy12Zq");
   const std::string young_temp = dir.file(".tmp-" + std::string(64, 'b') + ".fgc-Ab34Cd");
-  const std::string old_dir = dir.file(".tmp-a-directory");
+  const std::string old_dir = dir.file(".tmp-" + std::string(64, 'c') + ".fgc-Ef56Gh");
   const std::string other = dir.file("notes.txt");
+  const std::string users_temp = dir.file(".tmp-notes"); // named like ours only in its prefix
   testing::write_text(old_temp, "partial entry");
   testing::write_text(young_temp, "partial entry");
   testing::write_text(other, "not ours to delete");
+  testing::write_text(users_temp, "not ours to delete");
+  set_mtime(users_temp, runtime::kStaleTempAge + 60s);
   fs::create_directory(old_dir);
   set_mtime(old_temp, runtime::kStaleTempAge + 60s);
   set_mtime(young_temp, runtime::kStaleTempAge - 600s);
@@ -245,6 +248,7 @@ TEST(CacheLoad, StaleTempFilesAreRemovedByAge) {
   EXPECT_TRUE(fs::exists(young_temp));
   EXPECT_TRUE(fs::is_directory(old_dir)); // only plain files are removed
   EXPECT_TRUE(fs::exists(other));
+  EXPECT_TRUE(fs::exists(users_temp));
 
   // Directly: the age threshold is the caller's.
   runtime::DiskCache cache(dir.path());
