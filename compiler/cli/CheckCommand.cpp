@@ -86,6 +86,20 @@ int check_command(const std::vector<std::string>& args) {
       return kExitSpecError;
     print_signature(fusion, *concrete);
   }
+  // Planning and generation refuse some specs the front end accepts (limits,
+  // unsupported combinations): with --dims that is an error, as generation
+  // with those dims fails; without, a warning, since the JIT and generation
+  // with --dims specialize first and may not refuse it.
+  if (Result<bool> generates = generation_check(*spec, dims.value()); !generates) {
+    const bool specialized = !dims.value().empty();
+    std::string message = specialized ? generates.error()
+                                      : generates.error() + " (offline generation without --dims refuses this; "
+                                                            "the JIT runtime and --dims specialize first)";
+    std::cerr << render_refusal(*spec, "check", message, generates.error_loc(),
+                                specialized ? Severity::Error : Severity::Warning);
+    if (specialized)
+      return kExitSpecError;
+  }
   return kExitOk;
 }
 

@@ -49,6 +49,18 @@ Result<std::vector<const Fusion*>> select_fusions(const Module& module, const st
 std::optional<Fusion> specialize_for(const LoadedSpec& spec, const Fusion& fusion, const DimBindings& dims,
                                      int& exit_code);
 
+// What planning or generation refused, for stderr: at its spec location
+// (`file:line:col: error: ...`, the line and a caret) when it has one, else
+// "fusegen<command>: error: ...".
+std::string render_refusal(const LoadedSpec& spec, const std::string& command, const std::string& message,
+                           SourceLoc loc, Severity severity = Severity::Error);
+
+// Plans and generates every fusion of `spec` for sm_90 (no compiler run),
+// specialized at `dims` when given: what `fusegen check` adds to the front
+// end's checks, so that a spec that checks also generates. Returns the first
+// refusal (message and location), or success.
+Result<bool> generation_check(const LoadedSpec& spec, const DimBindings& dims);
+
 // Parses "N=128,M=64" (possibly repeated) into bindings.
 Result<DimBindings> parse_dims(const std::vector<std::string>& specs);
 

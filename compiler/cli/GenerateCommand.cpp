@@ -107,7 +107,7 @@ int generate_command(const std::vector<std::string>& args) {
   if (emit == "cuda") {
     Result<GeneratedCode> code = generate_cuda(plans, options);
     if (!code) {
-      std::cerr << "fusegen: error: " << code.error() << "\n";
+      std::cerr << render_refusal(*spec, "", code.error(), code.error_loc());
       return kExitSpecError;
     }
     text = std::move(code.value().source);

@@ -49,8 +49,14 @@ GeneratedUnit generate_unit(const Fusion& fusion, const DimBindings& dims, Preci
   options.source_name = "fusion " + fusion.name;
   options.gemm_block = gemm_block;
   Result<GeneratedCode> code = generate_cuda({plan}, options);
-  if (!code)
-    throw RuntimeError(ErrorKind::Compile, "cannot generate CUDA for " + where + ": " + code.error());
+  if (!code) {
+    // At the refused op's place in the spec, as the front end's errors are.
+    const SourceLoc& loc = code.error_loc();
+    const std::string at = loc.valid() && sources ? sources->name(loc.file) + ":" + std::to_string(loc.line) + ":" +
+                                                        std::to_string(loc.col) + ": "
+                                                  : "";
+    throw RuntimeError(ErrorKind::Compile, at + "cannot generate CUDA for " + where + ": " + code.error());
+  }
   if (code.value().fusions.size() != 1)
     throw RuntimeError(ErrorKind::Compile, "internal error: generating " + where + " gave " +
                                                std::to_string(code.value().fusions.size()) + " fusions");

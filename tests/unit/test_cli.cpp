@@ -442,5 +442,40 @@ TEST(Cli, GenerateWritesSourceAndHeader) {
   EXPECT_TRUE(contains(bad.err, "not supported")) << bad.err;
 }
 
+// What planning or generation refuses is reported at its place in the spec,
+// by generation and by check (issue 23): 33 inputs need more buffers than a
+// generated kernel takes.
+TEST(Cli, GenerationRefusalsHaveLocationsAndCheckSeesThem) {
+  TempDir dir;
+  std::string text = "fusion wide {\n";
+  for (int i = 0; i < 33; ++i)
+    text += "  input x" + std::to_string(i) + " : f32[N, 8]\n";
+  text += "  h = x0\n";
+  for (int i = 1; i < 33; ++i)
+    text += "  h = h + x" + std::to_string(i) + "\n";
+  text += "  output y = h\n}\n";
+  const std::string spec = dir.write("wide.fg", text);
+  const std::string where = spec + ":1:8: ";
+
+  CliResult generate = run_cli({spec, "-o", (dir.path() / "w.cu").string(), "--dims", "N=4"});
+  EXPECT_EQ(generate.exit_code, 1);
+  EXPECT_TRUE(
+      contains(generate.err, where + "error: fusion 'wide' needs 34 buffers; generated kernels take at most 32"))
+      << generate.err;
+  EXPECT_TRUE(contains(generate.err, "  fusion wide {\n         ^")) << generate.err;
+
+  CliResult check = run_cli({"check", spec, "--dims", "N=4"});
+  EXPECT_EQ(check.exit_code, 1);
+  EXPECT_TRUE(contains(check.err, where + "error: fusion 'wide' needs 34 buffers")) << check.err;
+  // Without --dims, a warning: the JIT specializes first.
+  CliResult symbolic = run_cli({"check", spec});
+  EXPECT_EQ(symbolic.exit_code, 0) << symbolic.err;
+  EXPECT_TRUE(contains(symbolic.err, where + "warning: fusion 'wide' needs 34 buffers")) << symbolic.err;
+  // A spec that generates gets no such message.
+  CliResult fine = run_cli({"check", kSmall62, "--dims", "N=4"});
+  EXPECT_EQ(fine.exit_code, 0) << fine.err;
+  EXPECT_EQ(fine.err, "");
+}
+
 } // namespace
 } // namespace fusegen

@@ -1,7 +1,10 @@
-// A value or an error message: how library code reports failures that are not
-// tied to a spec location (bad call arguments, I/O). Spec errors go through
-// Diagnostics instead.
+// A value or an error message: how library code reports failures (bad call
+// arguments, I/O, what planning or generation refuses). Errors of the front
+// end go through Diagnostics instead; an Error from after it may carry the
+// spec location of what it is about (the op a generated kernel refused).
 #pragma once
+
+#include "fusegen/Diagnostics.h"
 
 #include <cassert>
 #include <string>
@@ -12,6 +15,7 @@ namespace fusegen {
 
 struct Error {
   std::string message;
+  SourceLoc loc = {}; // where in the spec, when known
 };
 
 template <class T> class [[nodiscard]] Result {
@@ -37,6 +41,10 @@ public:
   const std::string& error() const {
     assert(!ok());
     return std::get<1>(state_).message;
+  }
+  const SourceLoc& error_loc() const {
+    assert(!ok());
+    return std::get<1>(state_).loc;
   }
 
 private:

@@ -114,6 +114,16 @@ std::vector<const FusionOutput*> copied_outputs(const Plan& plan) {
   return copied;
 }
 
+// Where a kernel's refusal points in the spec: its anchor op, else its first
+// op, else the fusion.
+SourceLoc kernel_loc(const Plan& plan, size_t k) {
+  const KernelStep& step = plan.kernels[k];
+  NodeId node = step.anchor();
+  if (node == kNoId && !step.nodes().empty())
+    node = step.nodes().front();
+  return node != kNoId ? plan.fusion.node(node).loc : plan.fusion.loc;
+}
+
 std::string launcher_params(const Plan& plan, const GeneratedFusion& fusion) {
   std::string params;
   for (const PlanBuffer& buffer : plan.buffers) {
@@ -249,10 +259,12 @@ Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const Codege
     fusion.precision = options.precision.value_or(plan.fusion.precision);
     fusion.dim_symbols = plan.fusion.symbols();
     if (fusion.dim_symbols.size() > static_cast<size_t>(kMaxKernelDims))
-      return Error{"fusion '" + fusion.name + "' has more than " + std::to_string(kMaxKernelDims) + " symbolic dims"};
+      return Error{"fusion '" + fusion.name + "' has more than " + std::to_string(kMaxKernelDims) + " symbolic dims",
+                   plan.fusion.loc};
     if (plan.buffers.size() > static_cast<size_t>(kMaxKernelBuffers))
       return Error{"fusion '" + fusion.name + "' needs " + std::to_string(plan.buffers.size()) +
-                   " buffers; generated kernels take at most " + std::to_string(kMaxKernelBuffers)};
+                       " buffers; generated kernels take at most " + std::to_string(kMaxKernelBuffers),
+                   plan.fusion.loc};
     for (const PlanBuffer& buffer : plan.buffers)
       fusion.buffer_names.push_back(buffer.name);
     source.line();
@@ -262,7 +274,8 @@ Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const Codege
       EmitContext ctx(plan, k, options, gpu, fusion.dim_symbols);
       Result<KernelSource> kernel = emitter_for(plan.kernels[k].kind)(ctx);
       if (!kernel)
-        return Error{"fusion '" + fusion.name + "', kernel " + ctx.kernel_name() + ": " + kernel.error()};
+        return Error{"fusion '" + fusion.name + "', kernel " + ctx.kernel_name() + ": " + kernel.error(),
+                     kernel_loc(plan, k)};
       std::vector<KernelSource> launches = std::move(kernel.value().leaders);
       std::vector<KernelSource> followers = std::move(kernel.value().followers);
       launches.push_back(std::move(kernel.value()));
