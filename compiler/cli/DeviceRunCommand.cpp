@@ -273,9 +273,14 @@ int device_run_command(const std::vector<std::string>& args) {
     std::cerr << "fusegen run: error: " << bound.error() << "\n";
     return kExitUsage;
   }
-  std::optional<Fusion> concrete = specialize_for(*spec, *fusion, dims.value(), exit_code);
+  // Always specialized, as `run --reference` is: a fusion whose dims are all
+  // fixed by the spec needs no --dims (specialize_for would leave it
+  // symbolic, which is for generation).
+  Diagnostics diags;
+  std::optional<Fusion> concrete = specialize(*fusion, dims.value(), diags);
+  std::cerr << diags.render(spec->sources);
   if (!concrete)
-    return exit_code;
+    return kExitSpecError;
 
   if (line.has("compare")) {
     if (Status fits = check_interpreter_size(*concrete); !fits) {

@@ -110,6 +110,14 @@ TEST_F(CliTest, DeviceRunWithoutAGpuFailsCleanly) {
   EXPECT_NE(probe.output.find("fusegen run: error: no CUDA"), std::string::npos) << probe.output;
   // --reference runs stay CPU-only.
   EXPECT_EQ(fusegen("run " + shell_quoted(spec_) + " --dims N=8 --reference").exit_code, 0);
+  // Dims all fixed by the spec need no --dims: the run gets as far as the
+  // device (it used to stop at "too large for the reference interpreter").
+  const std::string fixed = work_.file("fixed.fg");
+  testing::write_text(fixed,
+                      "fusion f {\n  input x : f32[3, K]\n  param w : f32[4, 5]\n  output y = linear(x, w)\n}\n");
+  CommandResult compare = fusegen("run " + shell_quoted(fixed) + " --device --compare");
+  EXPECT_EQ(compare.exit_code, 1) << compare.output;
+  EXPECT_NE(compare.output.find("fusegen run: error: no CUDA"), std::string::npos) << compare.output;
 }
 
 TEST_F(CliTest, WarmupCacheScriptRunsAManifest) {
