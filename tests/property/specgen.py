@@ -26,17 +26,12 @@ import random
 # the bug is fixed; `--include-known-failures` (run_property.py) brings them
 # all back.
 KNOWN_FAILURES = {
-    # fusion f { input x : f32[4]  h = relu(x)  output y = layer_norm(h, 4, weight=h) }
-    "layer_norm_affine_is_input":
-        "layer_norm whose weight or bias is the computed value it normalizes: generate and warmup fail "
-        "with 'internal error: layer_norm in row_reduce kernel ... uses a value computed in another part "
-        "of the kernel'",
-    # fusion f { input x : f32[3, K]  param w : f32[4, 5]  output y = linear(x, w) }
-    # with no --dims (K is fixed to 5 by the weight): `run --reference` works.
-    "device_run_fixed_dims_unbound":
-        "`fusegen run --device --compare` without --dims on a fusion whose only symbols are fixed by "
-        "constants fails with 'too large for the reference interpreter' (specialize_for in "
-        "compiler/cli/LoadSpec.cpp returns the fusion unspecialized when no dims are given)",
+    # None open. Fixed: a training batch_norm kept only for its running stats
+    # (f6416af), "layer_norm_affine_is_input" (a layer_norm whose weight is the
+    # value it normalizes; tests/regressions/norm_affine_from_its_input.fg) and
+    # "device_run_fixed_dims_unbound" (run --device without --dims on fixed
+    # dims; tests/regressions/fixed_dims_only.fg). Their names stay in the
+    # generator, where they mark the constructs.
 }
 
 MAX_ELEMS = 24576          # per tensor, with symbols at their bound values

@@ -392,6 +392,11 @@ private:
     if (producer.step.kind != KernelKind::Elementwise || producer.step.stages.size() != 1 ||
         !used_only_by(input, node.id))
       return;
+    // A prologue feeds only the anchor's main input: a value of it in another
+    // slot (layer_norm(h, weight=h)) must come from memory.
+    for (size_t slot = 1; slot < node.operands.size(); ++slot)
+      if (node.operands[slot] != kNoId && producer_[node.operands[slot]] == e)
+        return;
     for (NodeId id : producer.step.stages[0].pointwise) {
       ValueId value = fusion_.node(id).result;
       if (value == input)
