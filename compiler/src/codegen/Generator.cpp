@@ -154,7 +154,7 @@ void write_launcher(const Plan& plan, const GeneratedFusion& fusion, CodeWriter&
   w.open("extern \"C\" size_t " + prefix + "_workspace_size(" + workspace_params(fusion) + ")");
   for (const std::string& symbol : fusion.dim_symbols)
     w.line("(void)" + symbol + ";");
-  w.line("return (size_t)" + (fusion.workspace_bytes.c.empty() ? std::string("0") : fusion.workspace_bytes.c) + ";");
+  w.line("return (size_t)" + fusion.workspace_bytes.c + ";");
   w.close();
   w.line();
   w.open("extern \"C\" cudaError_t " + prefix + "_launch(" + launcher_params(plan, fusion) + ")");
@@ -300,6 +300,8 @@ Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const Codege
     }
     if (!plan.kernels.empty())
       layout_workspace(plan, EmitContext(plan, 0, options, gpu, fusion.dim_symbols), scratch_used, fusion);
+    else
+      fusion.workspace_bytes = {"0LL", 0}; // only copies (`output y = x`): no workspace
     write_launcher(plan, fusion, launchers);
     launchers.line();
     header.line("// fusion " + fusion.name);
