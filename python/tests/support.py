@@ -6,8 +6,10 @@ to test an installed package instead.
 """
 
 import atexit
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -105,3 +107,17 @@ def spec(shapes, chain):
         if name.startswith(chain + "_") and name.endswith(".fg"):
             return os.path.join(folder, name)
     raise FileNotFoundError("no spec for chain %s in %s" % (chain, folder))
+
+
+def run_fake_driver_child(test, child, fastcall):
+    """Runs the script `child` in a new interpreter against the fake driver of the
+    runtime tests (FUSEGEN_FAKE_CUDA; skips `test` without it), with FUSEGEN_FASTCALL
+    set to `fastcall` ('0': the ctypes path); returns the JSON of its last line."""
+    fake = os.environ.get("FUSEGEN_FAKE_CUDA")
+    if not fake:
+        test.skipTest("skipped: FUSEGEN_FAKE_CUDA (the fake driver of the runtime tests) is not set")
+    env = dict(os.environ, FUSEGEN_FASTCALL=fastcall)
+    done = subprocess.run([sys.executable, "-c", child, fake, PYTHON, CACHE_DIR], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+    test.assertEqual(done.returncode, 0, done.stderr)
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -9,10 +9,7 @@ A child process loads the fake CUDA driver of the runtime tests
 fusion on arrays in its "device" memory (host memory); then, with a stand-in
 for torch, the mixed cases. Skipped when $FUSEGEN_FAKE_CUDA is not set."""
 
-import json
 import os
-import subprocess
-import sys
 import unittest
 
 import support
@@ -136,14 +133,7 @@ print(json.dumps(results))
 class InterfaceStreamTest(unittest.TestCase):
     def run_child(self, fastcall):
         """The child's results, with FUSEGEN_FASTCALL set to `fastcall` ('0': the ctypes path)."""
-        fake = os.environ.get("FUSEGEN_FAKE_CUDA")
-        if not fake:
-            self.skipTest("skipped: FUSEGEN_FAKE_CUDA (the fake driver of the runtime tests) is not set")
-        env = dict(os.environ, FUSEGEN_FASTCALL=fastcall)
-        done = subprocess.run([sys.executable, "-c", CHILD, fake, support.PYTHON, support.CACHE_DIR], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
-        self.assertEqual(done.returncode, 0, done.stderr)
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        return support.run_fake_driver_child(self, CHILD, fastcall)
 
     def test_waits_on_the_fake_driver(self):
         self.check(self.run_child("0"))
