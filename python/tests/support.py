@@ -121,3 +121,11 @@ def run_fake_driver_child(test, child, fastcall):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
     test.assertEqual(done.returncode, 0, done.stderr)
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def built_fastcall(test):
+    """The C call path that ctest built (FUSEGEN_FASTCALL); skips `test` without it."""
+    fastcall = os.environ.get("FUSEGEN_FASTCALL")
+    if not fastcall or fastcall == "0":
+        test.skipTest("skipped: FUSEGEN_FASTCALL does not name the built C call path")
+    return fastcall

@@ -8,7 +8,6 @@ the call counts show it), and whatever does not fit still gets the general
 path's messages. Skipped when $FUSEGEN_FAKE_CUDA is not set."""
 
 import json
-import os
 import re
 import unittest
 
@@ -137,9 +136,7 @@ class FastPathTest(unittest.TestCase):
 
     def test_the_c_call_path_behaves_as_the_python_one(self):
         # ctest builds the extension and names it in FUSEGEN_FASTCALL (tests/python/CMakeLists.txt).
-        fastcall = os.environ.get("FUSEGEN_FASTCALL")
-        if not fastcall or fastcall == "0":
-            self.skipTest("skipped: FUSEGEN_FASTCALL does not name the built C call path")
+        fastcall = support.built_fastcall(self)
         by_c, by_python = self.run_child(fastcall), self.run_child("0")
         self.check(by_c)
         # The calls that fit ran in C: all six good calls on the current stream after

@@ -9,7 +9,6 @@ A child process loads the fake CUDA driver of the runtime tests
 fusion on arrays in its "device" memory (host memory); then, with a stand-in
 for torch, the mixed cases. Skipped when $FUSEGEN_FAKE_CUDA is not set."""
 
-import os
 import unittest
 
 import support
@@ -141,9 +140,7 @@ class InterfaceStreamTest(unittest.TestCase):
     def test_waits_with_the_c_call_path(self):
         # Interface arrays are not the C path's common case: it hands them to the Python
         # path, so the waits (and everything else) are the same.
-        fastcall = os.environ.get("FUSEGEN_FASTCALL")
-        if not fastcall or fastcall == "0":
-            self.skipTest("skipped: FUSEGEN_FASTCALL does not name the built C call path")
+        fastcall = support.built_fastcall(self)
         by_c = self.run_child(fastcall)
         self.check(by_c)
         self.assertEqual(by_c, self.run_child("0"))
