@@ -111,11 +111,7 @@ Result<std::map<std::string, HostTensor>> load_tensors(const std::string& dir,
   for (const auto& [name, value] : values) {
     const std::string file = dir + "/" + name + ".npy";
     const std::vector<int64_t> shape = concrete_shape(*value);
-    uint64_t elements = 1;
-    for (int64_t d : shape)
-      elements =
-          d > 0 && elements > UINT64_MAX / static_cast<uint64_t>(d) ? UINT64_MAX : elements * static_cast<uint64_t>(d);
-    Result<HostTensor> tensor = read_npy(file, npy_max_bytes(elements));
+    Result<HostTensor> tensor = read_npy(file, npy_max_bytes(shape));
     if (!tensor)
       return Error{tensor.error()};
     if (tensor.value().shape != shape)

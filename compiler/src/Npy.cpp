@@ -364,12 +364,13 @@ Result<HostTensor> read_npy(const std::string& path, uint64_t max_bytes) {
   return tensor;
 }
 
-uint64_t npy_max_bytes(uint64_t elements) {
+uint64_t npy_max_bytes(const std::vector<int64_t>& shape) {
   // numpy refuses headers over 10,000 bytes by default; allow a version 2
   // prelude and twice that.
   constexpr uint64_t kMaxHeader = kPreludeV2 + 20000;
   constexpr uint64_t kMaxElements = (UINT64_MAX - kMaxHeader) / 8;
-  return elements > kMaxElements ? UINT64_MAX : kMaxHeader + elements * 8;
+  std::optional<uint64_t> elements = checked_numel(shape);
+  return !elements || *elements > kMaxElements ? UINT64_MAX : kMaxHeader + *elements * 8;
 }
 
 Status write_npy(const std::string& path, const HostTensor& tensor, NpyType type) {

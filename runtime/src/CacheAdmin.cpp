@@ -22,17 +22,9 @@ CacheEntryInfo inspect_entry(const fs::directory_entry& file) {
   CacheEntryInfo info;
   info.file = file.path().filename().string();
   std::error_code ec;
-  // Not followed: a link, FIFO or directory in an entry's place is reported,
-  // never opened (a FIFO would block the read).
-  const fs::file_status status = file.symlink_status(ec);
-  if (ec || !fs::is_regular_file(status)) {
-    info.problem = ec                         ? "cannot stat: " + ec.message()
-                   : fs::is_directory(status) ? "a directory is in its place"
-                   : fs::is_symlink(status)   ? "a link is in its place"
-                                              : "not a regular file";
-    return info;
-  }
-  info.bytes = file.file_size(ec);
+  // Not followed; read_entry_file reports a link, FIFO or directory in an
+  // entry's place without reading from it.
+  info.bytes = fs::is_regular_file(file.symlink_status(ec)) ? file.file_size(ec) : 0;
   Result<std::string> bytes = runtime::DiskCache::read_entry_file(file.path().string());
   if (!bytes) {
     info.problem = bytes.error();

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fusegen {
 
@@ -20,8 +21,8 @@ Status write_npy(const std::string& path, const HostTensor& tensor, NpyType type
 // npy_max_bytes of it).
 Result<HostTensor> read_npy(const std::string& path, uint64_t max_bytes = UINT64_MAX);
 
-// The largest .npy file a tensor of `elements` elements can be: the largest
-// header numpy writes plus 8 bytes an element (saturating).
-uint64_t npy_max_bytes(uint64_t elements);
+// The largest .npy file a tensor of `shape` can be: the largest header numpy
+// writes plus 8 bytes an element (saturating).
+uint64_t npy_max_bytes(const std::vector<int64_t>& shape);
 
 } // namespace fusegen

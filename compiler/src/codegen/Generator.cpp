@@ -114,6 +114,15 @@ std::vector<const FusionOutput*> copied_outputs(const Plan& plan) {
   return copied;
 }
 
+// Elements of `shape` in the host launcher, over its dim parameters:
+// "1 * N * 8LL".
+std::string host_element_count(const Shape& shape) {
+  std::string count = "1";
+  for (const Dim& d : shape)
+    count += " * " + (d.is_constant() ? std::to_string(d.value()) + "LL" : d.name());
+  return count;
+}
+
 // Where a kernel's refusal points in the spec: its anchor op, else its first
 // op, else the fusion.
 SourceLoc kernel_loc(const Plan& plan, size_t k) {
@@ -176,11 +185,8 @@ void write_launcher(const Plan& plan, const GeneratedFusion& fusion, CodeWriter&
       for (const WorkspaceSlot& slot : fusion.workspace)
         if (slot.buffer == fill.buffer)
           count = "(" + slot.bytes.c + " / 4)";
-      if (plan.buffer(fill.buffer).role == PlanBuffer::Role::Output) {
-        count = "1";
-        for (const Dim& d : plan.buffer(fill.buffer).shape)
-          count += " * " + (d.is_constant() ? std::to_string(d.value()) + "LL" : d.name());
-      }
+      if (plan.buffer(fill.buffer).role == PlanBuffer::Role::Output)
+        count = host_element_count(plan.buffer(fill.buffer).shape);
       // The value travels as its bit pattern: exact for infinities and NaN
       // (__int_as_float is device-only, so convert on the host).
       w.open("");
@@ -207,10 +213,8 @@ void write_launcher(const Plan& plan, const GeneratedFusion& fusion, CodeWriter&
   for (const FusionOutput* output : copied_outputs(plan)) {
     BufferId held = plan.buffer_of(output->value);
     assert(held != kNoId && "an output without a buffer");
-    std::string count = "1LL";
-    for (const Dim& d : plan.fusion.value(output->value).type.shape)
-      count += " * " + (d.is_constant() ? std::to_string(d.value()) + "LL" : d.name());
-    w.line("err = cudaMemcpyAsync(" + output->name + ", args.buf[" + std::to_string(held) + "], (size_t)(" + count +
+    w.line("err = cudaMemcpyAsync(" + output->name + ", args.buf[" + std::to_string(held) + "], (size_t)(" +
+           host_element_count(plan.fusion.value(output->value).type.shape) +
            ") * sizeof(float), cudaMemcpyDeviceToDevice, stream);");
     w.line("if (err != cudaSuccess) return err;");
   }
