@@ -27,7 +27,8 @@ Generate CUDA (no GPU needed):
 Commands:
   check SPEC [--dims N=128] [--dump-after=PASS|all]
       Parse and verify a spec; print each fusion's signature, inferred output
-      shapes and fingerprint.
+      shapes and fingerprint. Also plans and generates (no compiler run):
+      what generation refuses is an error with --dims, a warning without.
   run SPEC [--fusion NAME] --dims N=128[,M=64] [--seed S] [--reference] [--save DIR]
       Run a fusion on random inputs with the CPU reference interpreter
       (float64) and print each output's shape, checksum and first values.
