@@ -84,7 +84,7 @@ TEST(Planner, Chain75SmallKeepsTheRowMinimumAsPartials) {
   EXPECT_EQ(plan.kernels[0].row_reduce_parts, 4);
   ASSERT_EQ(plan.kernels[0].writes.size(), 1u);
   const PlanBuffer& partials = plan.buffer(plan.kernels[0].writes[0]);
-  EXPECT_EQ(partials.combine, "min");
+  EXPECT_EQ(partials.combine, PlanBuffer::Combine::Min);
   EXPECT_EQ(shape_str(partials.shape), "[256, 128]");
   EXPECT_EQ(partials.ceil_div, (std::vector<int64_t>{64, 1}));
   EXPECT_NE(print_plan(plan).find("t8 : f32[4, 128] intermediate"), std::string::npos) << print_plan(plan);

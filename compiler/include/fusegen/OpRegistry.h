@@ -7,6 +7,7 @@
 #include "fusegen/Diagnostics.h"
 #include "fusegen/HostTensor.h"
 #include "fusegen/IR.h"
+#include "fusegen/OpTraits.h"
 
 #include <functional>
 #include <map>
@@ -83,6 +84,7 @@ struct OpDef {
   ReferenceFn reference;
   MutatesFn mutates = {}; // may be empty: the op is pure
   CudaFn cuda = {};  // pointwise, identity and constant ops
+  OpTraits traits = {}; // what planner and emitters ask (OpTraits.h)
 
   // Index of the Node::operands slot for tensor parameter `name`, or -1.
   int tensor_slot(std::string_view param) const;

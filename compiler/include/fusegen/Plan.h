@@ -44,11 +44,13 @@ struct PlanBuffer {
   std::vector<int64_t> ceil_div;
   std::string what;      // for statistics: what the floats are
   // Partial results of a row minimum/maximum across GEMM tiles (KernelStep::
-  // row_reduce_parts): "min" or "max", which a reader applies over the parts
-  // (the allocation's dim 0) to get the value; empty for a plain buffer.
-  std::string combine;
+  // row_reduce_parts): what a reader applies over the parts (the
+  // allocation's dim 0) to get the value; None for a plain buffer.
+  enum class Combine : uint8_t { None, Min, Max };
+  Combine combine = Combine::None;
 };
 const char* buffer_role_name(PlanBuffer::Role role);
+const char* combine_name(PlanBuffer::Combine combine); // "min", "max", "" for None
 
 struct Stage {
   NodeId op = kNoId;             // the anchor; kNoId for a pure pointwise stage

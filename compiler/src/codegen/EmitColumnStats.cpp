@@ -4,6 +4,7 @@
 // buffer [ceil(N / tile_m), C, 3] for the stats-finalize kernel.
 #include "codegen/Emitters.h"
 #include "codegen/KernelParts.h"
+#include "plan/PlanQueries.h"
 
 #include <climits>
 
@@ -22,7 +23,7 @@ constexpr int64_t kMaxGrid = INT_MAX;
 Result<KernelSource> emit_column_stats(const EmitContext& ctx) {
   const KernelStep& step = ctx.step();
   NodeId norm = step.stats_out;
-  if (norm == kNoId || ctx.fusion().node(norm).op != "batch_norm")
+  if (norm == kNoId || !plan::is_column_norm(ctx.fusion().node(norm)))
     return Error{"internal error: a column-statistics kernel needs a training batch_norm (stats_out)"};
   const Node& node = ctx.fusion().node(norm);
   ValueId input = node.operands[0];

@@ -49,7 +49,9 @@ public:
   bool is_materialized(ValueId value) const { return plan_.buffer_of(value) != kNoId; }
   // A materialized value held as row-reduction partials that a reader
   // combines (PlanBuffer::combine), not as the value itself.
-  bool is_partials(ValueId value) const { return !plan_.buffer(plan_.buffer_of(value)).combine.empty(); }
+  bool is_partials(ValueId value) const {
+    return plan_.buffer(plan_.buffer_of(value)).combine != PlanBuffer::Combine::None;
+  }
 
   // The statistics buffer of a split normalization (partials or finalized).
   BufferId stats_buffer(NodeId norm, bool finalized) const;

@@ -7,6 +7,7 @@
 #include "codegen/KernelParts.h"
 #include "codegen/PointwiseEmitter.h"
 #include "fusegen/OpRegistry.h"
+#include "plan/PlanQueries.h"
 
 namespace fusegen::codegen {
 namespace {
@@ -37,7 +38,7 @@ Result<std::vector<PointwiseEmitter::NormTerms>> split_batch_norm_terms(const Em
   if (id == kNoId || domain.size() != 2)
     return std::vector<PointwiseEmitter::NormTerms>{};
   const Node& node = ctx.fusion().node(id);
-  if (node.op != "batch_norm" || ctx.fusion().value(node.operands[0]).type.rank() != 2)
+  if (!plan::is_column_norm(node) || ctx.fusion().value(node.operands[0]).type.rank() != 2)
     return std::vector<PointwiseEmitter::NormTerms>{};
   const std::vector<std::string> coords = coord_names(2);
   const std::string& channel = coords[1];

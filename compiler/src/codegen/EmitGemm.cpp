@@ -342,12 +342,19 @@ Result<GemmMapping> map_conv(const EmitContext& ctx, const Node& node) {
 }
 
 Result<GemmMapping> map_contraction(const EmitContext& ctx, const Node& node) {
-  if (node.op == "linear")
+  const OpTraits& traits = plan::traits_of(node);
+  switch (traits.contraction) {
+  case ContractionForm::RowsTimesWeight:
     return map_linear(ctx, node);
-  if (node.op == "matmul")
+  case ContractionForm::BatchedMatmul:
     return map_matmul(ctx, node);
-  if (node.op == "conv2d")
-    return map_conv(ctx, node);
+  case ContractionForm::Convolution:
+    if (traits.spatial_dims == 2)
+      return map_conv(ctx, node);
+    break;
+  case ContractionForm::None:
+    break;
+  }
   return Error{"internal error: a GEMM kernel anchored on " + node.op};
 }
 
@@ -368,8 +375,6 @@ struct Stages {
   bool column_norm = false;
 };
 
-bool is_min_max(const std::string& op) { return op == "min" || op == "max" || op == "amin" || op == "amax"; }
-
 Result<Stages> read_stages(const EmitContext& ctx, const GemmMapping& g) {
   const KernelStep& step = ctx.step();
   const Fusion& fusion = ctx.fusion();
@@ -380,11 +385,11 @@ Result<Stages> read_stages(const EmitContext& ctx, const GemmMapping& g) {
   s.contraction = &fusion.node(step.anchor());
   if (step.stages.size() >= 2) {
     s.norm = &fusion.node(step.stages[1].op);
-    s.column_norm = s.norm->op == "batch_norm";
+    s.column_norm = plan::is_column_norm(*s.norm);
     if (s.column_norm) {
       if (step.stages.size() != 2 || step.stats_out != kNoId)
         return Error{"internal error: a GEMM's fused batch_norm is its last stage"};
-    } else if (s.norm->op != "group_norm" && s.norm->op != "layer_norm") {
+    } else if (!plan::is_row_moments(*s.norm)) {
       return Error{"internal error: GEMM epilogue stage " + s.norm->op + " is not a row or column norm"};
     } else {
       s.norm_group = plan::row_group_width(fusion, *s.norm);
@@ -394,20 +399,21 @@ Result<Stages> read_stages(const EmitContext& ctx, const GemmMapping& g) {
   }
   if (step.stages.size() == 3) {
     s.reduce = &fusion.node(step.stages[2].op);
-    if (!is_min_max(s.reduce->op) || plan::reduced_dims(fusion, *s.reduce) != std::vector<int64_t>{1} ||
+    if (!plan::is_min_max(*s.reduce) || plan::reduced_dims(fusion, *s.reduce) != std::vector<int64_t>{1} ||
         !step.stages[2].pointwise.empty())
       return Error{"internal error: GEMM epilogue stage " + s.reduce->op + " is not a row min/max"};
-    s.row_reduce = s.reduce->op == "min" || s.reduce->op == "amin" ? RowReduce::Min : RowReduce::Max;
+    s.row_reduce = plan::traits_of(*s.reduce).statistic == Statistic::Min ? RowReduce::Min : RowReduce::Max;
     if (!ctx.is_materialized(s.reduce->result))
       return Error{"internal error: the row " + s.reduce->op + " result is not in memory"};
   }
   if (step.stats_out != kNoId) {
     s.stats = &fusion.node(step.stats_out);
-    if (s.stats->op == "batch_norm" && s.contraction->op != "conv2d") {
+    const bool convolution = plan::traits_of(*s.contraction).contraction == ContractionForm::Convolution;
+    if (plan::is_column_norm(*s.stats) && !convolution) {
       s.stats_group = 1;
-    } else if (s.stats->op == "group_norm" && s.contraction->op == "conv2d") {
+    } else if (plan::channel_groups(*s.stats) > 0 && convolution) {
       const Shape& input = shape_of(ctx, s.stats->operands[0]);
-      int64_t groups = std::get<int64_t>(s.stats->attrs.at("num_groups"));
+      int64_t groups = plan::channel_groups(*s.stats);
       if (input.size() != 4)
         return Error{"group_norm statistics after an unbatched conv2d are not supported by the GEMM kernel"};
       s.stats_group = input[1].value() / groups;
@@ -425,7 +431,7 @@ Result<Stages> read_stages(const EmitContext& ctx, const GemmMapping& g) {
     if (ctx.stats_buffer(s.stats->id, false) == kNoId)
       return Error{"internal error: no partial statistics buffer for " + s.stats->op};
   }
-  bool needs_matrix = s.norm != nullptr || (s.stats != nullptr && s.stats->op == "batch_norm");
+  bool needs_matrix = s.norm != nullptr || (s.stats != nullptr && plan::is_column_norm(*s.stats));
   if (needs_matrix && !g.is_matrix) {
     std::string operands;
     for (ValueId operand : s.contraction->operands)
@@ -516,10 +522,10 @@ std::vector<std::string> stats_slot_body(const EmitContext& ctx, const GemmMappi
   if (!s.stats)
     return {"return nullptr;"};
   std::string partials = ctx.buffer(ctx.stats_buffer(s.stats->id, false));
-  if (s.stats->op == "batch_norm") // [ceil(M / tile), C, 3]
+  if (plan::is_column_norm(*s.stats)) // [ceil(M / tile), C, 3]
     return {"return " + partials + " + (row_tile * " + g.cols + " + n) * 3;"};
   // group_norm after conv2d: [N, G, ceil(OH * OW / tile), 3]
-  int64_t groups = std::get<int64_t>(s.stats->attrs.at("num_groups"));
+  int64_t groups = plan::channel_groups(*s.stats);
   int64_t conv_groups = std::get<int64_t>(s.contraction->attrs.at("groups"));
   const Shape& out = shape_of(ctx, s.contraction->result);
   int64_t positions = out[2].value() * out[3].value();
@@ -747,7 +753,8 @@ bool waits_late(const EmitContext& ctx, const GemmVariant& v) {
 // every block (templates/gemm.cu "b_split"; bench/NOTES.md v21).
 bool splits_b_once(const EmitContext& ctx, const GemmVariant& v) {
   return ctx.step().b_split != kNoId && ctx.target().wgmma && v.inner_product == 1 && v.async && v.block_m == 128 &&
-         v.tile_k == kTensorCoreTileK && ctx.fusion().node(ctx.step().anchor()).op == "linear";
+         v.tile_k == kTensorCoreTileK &&
+         plan::traits_of(ctx.fusion().node(ctx.step().anchor())).contraction == ContractionForm::RowsTimesWeight;
 }
 
 // The pass: the weight's small parts, x - trunc_tf32(x) rounded to tf32

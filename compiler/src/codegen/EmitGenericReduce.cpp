@@ -58,18 +58,35 @@ std::string offset_of(const EmitContext& ctx, const Shape& shape, const std::vec
 
 // ---- what the kernel computes ----
 
-std::optional<std::string> anchor_constant(const std::string& op) {
-  if (op == "sum") return "kGenSum";
-  if (op == "mean") return "kGenMean";
-  if (op == "amax" || op == "max") return "kGenMax";
-  if (op == "amin" || op == "min") return "kGenMin";
-  if (op == "logsumexp") return "kGenLogSumExp";
-  if (op == "softmax") return "kGenSoftmax";
-  if (op == "log_softmax") return "kGenLogSoftmax";
+// templates/generic_reduce.cu's kAnchor for the node's statistic; none for
+// the normalizations by moments, which run on row_reduce.cu.
+std::optional<std::string> anchor_constant(const Node& node) {
+  switch (plan::traits_of(node).statistic) {
+  case Statistic::Sum:
+    return "kGenSum";
+  case Statistic::Mean:
+    return "kGenMean";
+  case Statistic::Max:
+    return "kGenMax";
+  case Statistic::Min:
+    return "kGenMin";
+  case Statistic::LogSumExp:
+    return "kGenLogSumExp";
+  case Statistic::Softmax:
+    return "kGenSoftmax";
+  case Statistic::LogSoftmax:
+    return "kGenLogSoftmax";
+  case Statistic::Moments:
+  case Statistic::None:
+    return std::nullopt;
+  }
   return std::nullopt;
 }
 
-bool is_softmax(const std::string& op) { return op == "softmax" || op == "log_softmax"; }
+bool is_softmax(const Node& node) {
+  Statistic statistic = plan::traits_of(node).statistic;
+  return statistic == Statistic::Softmax || statistic == Statistic::LogSoftmax;
+}
 
 // The anchor's input split into kept dims (one row per combination) and
 // reduced dims (the row's elements).
@@ -89,7 +106,7 @@ Result<RowLayout> analyze(const EmitContext& ctx) {
     return Error{"internal error: generic_reduce kernels do not emit partial statistics"};
   RowLayout layout;
   layout.anchor = &fusion.node(step.stages[0].op);
-  if (!anchor_constant(layout.anchor->op))
+  if (!anchor_constant(*layout.anchor))
     return Error{"generic_reduce: " + layout.anchor->op +
                  " is not supported (normalizations other than softmax/log_softmax reduce trailing dims and run as "
                  "row_reduce kernels)"};
@@ -147,7 +164,7 @@ void store_values(const EmitContext& ctx, const std::string& index, PointwiseEmi
 std::vector<std::string> store_row_body(const EmitContext& ctx, const RowLayout& layout) {
   const std::vector<std::string> params = {"args", "row", "value"};
   Body body;
-  if (is_softmax(layout.anchor->op))
+  if (is_softmax(*layout.anchor))
     return body.finish(params);
   const Shape& result = ctx.fusion().value(layout.anchor->result).type.shape;
   std::vector<std::string> coords(result.size(), "0LL");
@@ -166,7 +183,7 @@ std::vector<std::string> store_row_body(const EmitContext& ctx, const RowLayout&
 std::vector<std::string> store_element_body(const EmitContext& ctx, const RowLayout& layout) {
   const std::vector<std::string> params = {"args", "row", "j", "value"};
   Body body;
-  if (!is_softmax(layout.anchor->op))
+  if (!is_softmax(*layout.anchor))
     return body.finish(params);
   std::vector<std::string> coords = declare_element(ctx, layout, body);
   PointwiseEmitter pointwise(ctx, body.lines(), layout.input, coords);
@@ -194,7 +211,7 @@ Result<KernelSource> emit_generic_reduce(const EmitContext& ctx) {
   KernelSource source;
   source.template_file = "generic_reduce.cu";
   source.hooks["block_size"] = constant_hook("kBlockSize", kBlock);
-  source.hooks["anchor"] = "constexpr int kAnchor = " + *anchor_constant(layout.anchor->op) + ";";
+  source.hooks["anchor"] = "constexpr int kAnchor = " + *anchor_constant(*layout.anchor) + ";";
   const Shape& kept = layout.kept_extents;
   const Shape& reduced = layout.reduced_extents;
   source.hooks["num_rows"] = args_function_hook("long long", "num_rows", ctx.product(kept, 0, kept.size()));

@@ -33,21 +33,34 @@ constexpr int64_t kMaxBlocks = 65536;      // grid-stride beyond this
 
 // ---- what the kernel computes ----
 
-std::optional<std::string> anchor_constant(const std::string& op) {
-  if (op == "sum") return "kRowSum";
-  if (op == "mean") return "kRowMean";
-  if (op == "amax" || op == "max") return "kRowMax";
-  if (op == "amin" || op == "min") return "kRowMin";
-  if (op == "logsumexp") return "kRowLogSumExp";
-  if (op == "group_norm" || op == "layer_norm" || op == "instance_norm") return "kRowMoments";
-  if (op == "softmax") return "kRowSoftmax";
-  if (op == "log_softmax") return "kRowLogSoftmax";
+// templates/row_reduce.cu's kAnchor / kFinalOp constant for the node's statistic.
+std::optional<std::string> anchor_constant(const Node& node) {
+  if (plan::is_column_norm(node))
+    return std::nullopt; // batch_norm runs on the column-statistics kernels
+  switch (plan::traits_of(node).statistic) {
+  case Statistic::Sum:
+    return "kRowSum";
+  case Statistic::Mean:
+    return "kRowMean";
+  case Statistic::Max:
+    return "kRowMax";
+  case Statistic::Min:
+    return "kRowMin";
+  case Statistic::LogSumExp:
+    return "kRowLogSumExp";
+  case Statistic::Moments:
+    return "kRowMoments";
+  case Statistic::Softmax:
+    return "kRowSoftmax";
+  case Statistic::LogSoftmax:
+    return "kRowLogSoftmax";
+  case Statistic::None:
+    return std::nullopt;
+  }
   return std::nullopt;
 }
 
-bool is_reduction(const std::string& op) { return op == "sum" || op == "mean" || op == "amax" || op == "max" ||
-                                                   op == "amin" || op == "min" || op == "logsumexp"; }
-bool is_moments(const std::string& op) { return op == "group_norm" || op == "layer_norm" || op == "instance_norm"; }
+bool is_reduction(const Node& node) { return plan::op_of(node).kind == OpKind::Reduction; }
 
 // How the anchor's input splits into segments, and how the kernel runs them.
 struct RowShape {
@@ -83,13 +96,13 @@ int next_power_of_two(int64_t value, int cap) {
 void describe_segments(const EmitContext& ctx, RowShape& row) {
   const Shape& s = row.input;
   size_t rank = s.size();
-  if (row.anchor->op != "group_norm") {
+  if (plan::channel_groups(*row.anchor) <= 0) {
     row.segments = ctx.product(s, 0, row.first_reduced);
     row.length = ctx.product(s, row.first_reduced, rank);
     row.length_value = constant_product(s, row.first_reduced, rank);
     return;
   }
-  row.groups = std::get<int64_t>(row.anchor->attrs.at("num_groups"));
+  row.groups = plan::channel_groups(*row.anchor);
   std::string groups = std::to_string(row.groups) + "LL";
   std::string batch = ctx.product(s, 0, 1);
   row.segments = row.groups == 1 ? batch : "(" + batch + " * " + groups + ")";
@@ -120,7 +133,7 @@ void choose_launch(const EmitContext& ctx, RowShape& row) {
   }
   int teams = row.block / row.team;
   row.segments_per_item = row.final_op ? static_cast<int>(row.groups) : teams;
-  bool normalizes = !is_reduction(row.anchor->op);
+  bool normalizes = !is_reduction(*row.anchor);
   if (normalizes && row.length_value && *row.length_value > 0 && teams * *row.length_value * 4 <= kCacheBytes)
     row.cache_floats = *row.length_value;
 
@@ -196,7 +209,7 @@ Result<RowShape> analyze(const EmitContext& ctx) {
     return Error{"internal error: row_reduce kernels do not emit partial statistics"};
   RowShape row;
   row.anchor = &fusion.node(step.stages[0].op);
-  if (!anchor_constant(row.anchor->op))
+  if (!anchor_constant(*row.anchor))
     return Error{"row_reduce: " + row.anchor->op + " is not a reduction or row normalization"};
   row.input = fusion.value(row.anchor->operands[0]).type.shape;
   std::vector<int64_t> dims = plan::reduced_dims(fusion, *row.anchor);
@@ -207,7 +220,7 @@ Result<RowShape> analyze(const EmitContext& ctx) {
   row.first_reduced = rank == 0 ? 0 : static_cast<size_t>(dims.front());
   if (step.stages.size() == 2) {
     const Stage& final_stage = step.stages[1];
-    if (final_stage.op == kNoId || !is_reduction(fusion.node(final_stage.op).op) || is_reduction(row.anchor->op) ||
+    if (final_stage.op == kNoId || !is_reduction(fusion.node(final_stage.op)) || is_reduction(*row.anchor) ||
         plan::reduced_dims(fusion, fusion.node(final_stage.op)) != dims)
       return Error{"internal error: row_reduce kernel " + step.name +
                    " fuses something other than a reduction over the normalized rows"};
@@ -255,7 +268,7 @@ void store_stage(const EmitContext& ctx, const Stage& stage, const std::string& 
 // One result of the anchor reduction: epilogue and stores at the segment's output element.
 std::vector<std::string> store_segment_body(const EmitContext& ctx, const RowShape& row) {
   const std::vector<std::string> params = {"args", "segment", "value"};
-  if (!is_reduction(row.anchor->op))
+  if (!is_reduction(*row.anchor))
     return Body().finish(params);
   Body body;
   const Shape& result = ctx.fusion().value(row.anchor->result).type.shape;
@@ -270,11 +283,10 @@ std::vector<std::string> store_segment_body(const EmitContext& ctx, const RowSha
 // The channel whose affine params apply to element i of a segment.
 std::string affine_index(const EmitContext& ctx, const RowShape& row) {
   const Shape& s = row.input;
-  const std::string& op = row.anchor->op;
-  if (op == "layer_norm")
-    return "i"; // position inside the normalized dims
-  if (op == "instance_norm")
-    return "segment % " + ctx.dim(s[1]);
+  if (plan::traits_of(*row.anchor).affine == AffineLayout::OverReducedDims)
+    return "i"; // position inside the normalized dims (layer_norm)
+  if (plan::channel_groups(*row.anchor) <= 0)
+    return "segment % " + ctx.dim(s[1]); // a segment per (sample, channel): instance_norm
   // group_norm: the segment's first channel plus the channel within the group.
   std::string spatial = ctx.product(s, 2, s.size());
   std::string within = spatial == "1LL" ? "i" : "i / " + spatial;
@@ -309,13 +321,13 @@ Result<std::string> affine(const EmitContext& ctx, const RowShape& row, Body& bo
 Result<std::vector<std::string>> store_element_body(const EmitContext& ctx, const RowShape& row) {
   const std::vector<std::string> params = {"args", "segment", "i", "value"};
   Body body;
-  if (is_reduction(row.anchor->op)) {
+  if (is_reduction(*row.anchor)) {
     body.lines().push_back("return value;");
     return body.finish(params);
   }
   body.declare("index", element_index(row));
   std::string result = "value"; // softmax, or a normalization without weight and bias
-  if (is_moments(row.anchor->op)) {
+  if (plan::is_row_moments(*row.anchor)) {
     Result<std::string> scaled = affine(ctx, row, body);
     if (!scaled)
       return Error{scaled.error()};
@@ -372,10 +384,10 @@ Result<KernelSource> emit_row_reduce(const EmitContext& ctx) {
   source.hooks["team_size"] = constant_hook("kTeamSize", row.team);
   source.hooks["segments_per_item"] = constant_hook("kSegmentsPerItem", row.segments_per_item);
   source.hooks["cache_floats"] = constant_hook("kCacheFloats", row.cache_floats);
-  source.hooks["anchor"] = constant_text_hook("int", "kAnchor", *anchor_constant(row.anchor->op));
+  source.hooks["anchor"] = constant_text_hook("int", "kAnchor", *anchor_constant(*row.anchor));
   source.hooks["final_op"] =
-      constant_text_hook("int", "kFinalOp", row.final_op ? *anchor_constant(row.final_op->op) : "kRowNone");
-  double eps = is_moments(row.anchor->op) ? std::get<double>(row.anchor->attrs.at("eps")) : 0.0;
+      constant_text_hook("int", "kFinalOp", row.final_op ? *anchor_constant(*row.final_op) : "kRowNone");
+  double eps = plan::is_row_moments(*row.anchor) ? std::get<double>(row.anchor->attrs.at("eps")) : 0.0;
   source.hooks["eps"] = constant_text_hook("float", "kEps", ops::cuda_float(eps));
   source.hooks["num_segments"] = args_function_hook("long long", "num_segments", row.segments);
   source.hooks["segment_length"] = args_function_hook("long long", "segment_length", row.length);

@@ -11,6 +11,7 @@
 #include "codegen/KernelParts.h"
 #include "fusegen/OpRegistry.h"
 #include "ops/OpHelpers.h"
+#include "plan/PlanQueries.h"
 
 #include <algorithm>
 #include <climits>
@@ -115,9 +116,9 @@ Result<KernelSource> emit_stats_finalize(const EmitContext& ctx) {
   if (partials == kNoId || stats == kNoId)
     return Error{"internal error: " + node.op + " has no partial or finalized statistics buffer"};
   Result<Layout> result = Error{"stats-finalize supports batch_norm and group_norm, not " + node.op};
-  if (node.op == "batch_norm")
+  if (plan::is_column_norm(node))
     result = batch_norm_layout(ctx, node, ctx.plan().buffer(partials), stats);
-  else if (node.op == "group_norm")
+  else if (plan::channel_groups(node) > 0)
     result = group_norm_layout(ctx, node, ctx.plan().buffer(partials), stats);
   if (!result)
     return Error{result.error()};

@@ -8,6 +8,7 @@
 #include "codegen/KernelParts.h"
 #include "codegen/PointwiseEmitter.h"
 #include "ops/OpHelpers.h"
+#include "plan/PlanQueries.h"
 
 #include <algorithm>
 #include <climits>
@@ -62,14 +63,15 @@ Result<Geometry> geometry_of(const Node& node, const Shape& input, const Shape& 
   const Dim &height = input[rank - 2], &width = input[rank - 1];
   g.out_h = output[rank - 2].value();
   g.out_w = output[rank - 1].value();
-  if (node.op == "adaptive_avg_pool2d") {
+  const OpTraits& traits = plan::traits_of(node);
+  if (traits.adaptive_window) {
     g.mode = kAdaptive;
     if (height.is_constant() && width.is_constant()) {
       g.kernel_h = largest_bin(height.value(), g.out_h);
       g.kernel_w = largest_bin(width.value(), g.out_w);
     }
   } else {
-    g.mode = node.op == "max_pool2d" ? kMax : kAverage;
+    g.mode = traits.window == WindowCombine::Max ? kMax : kAverage;
     std::vector<int64_t> kernel = pair_attr(node, "kernel_size", {});
     if (kernel.size() != 2)
       return Error{"internal error: " + node.op + " without kernel_size"};
@@ -167,7 +169,7 @@ Result<PlaneStats> plane_stats_of(const EmitContext& ctx, const Shape& input) {
     return stats; // none, or finalized statistics the prologue reads itself
   const Node& node = ctx.fusion().node(norm);
   BufferId partials = ctx.stats_buffer(norm, false);
-  if (node.op != "group_norm" || partials == kNoId)
+  if (plan::channel_groups(node) <= 0 || partials == kNoId)
     return Error{"internal error: " + node.op + " in a window prologue has neither partial nor finalized statistics"};
   const Shape& norm_input = ctx.fusion().value(node.operands[0]).type.shape;
   if (input.size() != 4 || norm_input != input)

@@ -58,7 +58,7 @@ std::vector<ValueId> loaded_values(const EmitContext& ctx) {
     const Node& node = ctx.fusion().node(id);
     // A normalization applied here reads its params itself; its input is
     // loaded like any operand.
-    const bool normalization = id == ctx.step().stats_in || node.op == "batch_norm";
+    const bool normalization = id == ctx.step().stats_in || plan::is_column_norm(node);
     const size_t operands = normalization ? std::min<size_t>(node.operands.size(), 1) : node.operands.size();
     for (ValueId operand : std::span(node.operands).first(operands)) {
       if (operand == kNoId || computed.count(operand))

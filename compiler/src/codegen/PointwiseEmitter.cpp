@@ -2,6 +2,7 @@
 
 #include "fusegen/OpRegistry.h"
 #include "ops/OpHelpers.h"
+#include "plan/PlanQueries.h"
 
 #include <cassert>
 
@@ -50,7 +51,7 @@ std::vector<ValueId> PointwiseEmitter::operands_computed_from(const Node& node) 
   // A normalization applied here reads only its input as a value; its
   // statistics and affine params are read from buffers (apply_split_norm,
   // apply_batch_norm_eval).
-  if (node.id == ctx_.step().stats_in || node.op == "batch_norm")
+  if (node.id == ctx_.step().stats_in || plan::is_column_norm(node))
     return {node.operands[0]};
   std::vector<ValueId> operands;
   for (ValueId operand : node.operands)
@@ -62,7 +63,7 @@ std::vector<ValueId> PointwiseEmitter::operands_computed_from(const Node& node) 
 void PointwiseEmitter::materialize(ValueId id) {
   const Value& v = ctx_.fusion().value(id);
   std::string expr;
-  if (v.kind == ValueKind::Result && ctx_.fusion().node(v.producer).op == "constant") {
+  if (v.kind == ValueKind::Result && plan::is_constant(ctx_.fusion().node(v.producer))) {
     expr = ops::cuda_float(std::get<double>(ctx_.fusion().node(v.producer).attrs.at("value")));
     values_[id] = expr;
     return;
@@ -85,7 +86,7 @@ std::string PointwiseEmitter::load(ValueId id) {
   // A row minimum/maximum as partials [parts, rows] (Plan.h): the value of
   // row `at` combines its parts, in part order.
   const int64_t parts = (buffer.shape[0].value() + buffer.ceil_div[0] - 1) / buffer.ceil_div[0];
-  const std::string combine = buffer.combine == "min" ? "fusegen_minimum" : "fusegen_maximum";
+  const std::string combine = buffer.combine == PlanBuffer::Combine::Min ? "fusegen_minimum" : "fusegen_maximum";
   std::string expr = ctx_.value_buffer(id) + "[" + at + "]";
   for (int64_t p = 1; p < parts; ++p)
     expr = combine + "(" + expr + ", " + ctx_.value_buffer(id) + "[" + std::to_string(p) + "LL * " +
@@ -144,10 +145,10 @@ std::string PointwiseEmitter::apply_split_norm(const Node& node) {
     assert(stats != kNoId && "split normalization without finalized statistics");
     std::string base = ctx_.buffer(stats);
     std::string row;
-    if (node.op == "batch_norm") {
+    if (plan::is_column_norm(node)) {
       row = c;
     } else { // group_norm: statistics per (sample, group)
-      int64_t groups = std::get<int64_t>(node.attrs.at("num_groups"));
+      int64_t groups = plan::channel_groups(node);
       std::string n = coords_[coords_.size() - shape.size()];
       std::string per_group = "(" + ctx_.dim(shape[1]) + " / " + std::to_string(groups) + "LL)";
       row = "(" + n + " * " + std::to_string(groups) + "LL + " + c + " / " + per_group + ")";
@@ -161,7 +162,7 @@ std::string PointwiseEmitter::apply_split_norm(const Node& node) {
 std::string PointwiseEmitter::compute(const Node& node) {
   if (node.id == ctx_.step().stats_in)
     return apply_split_norm(node);
-  if (node.op == "batch_norm")
+  if (plan::is_column_norm(node))
     return apply_batch_norm_eval(node);
   const OpDef* op = OpRegistry::builtin().find(node.op);
   assert(op && op->cuda && "pointwise op without a CUDA expression");

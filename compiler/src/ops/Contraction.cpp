@@ -357,6 +357,7 @@ void register_contraction_ops(OpRegistry& registry) {
       .infer = infer_linear,
       .reference = linear_reference,
       .mutates = {},
+      .traits = {.contraction = ContractionForm::RowsTimesWeight},
   });
   registry.add({
       .name = "matmul",
@@ -365,19 +366,19 @@ void register_contraction_ops(OpRegistry& registry) {
       .infer = infer_matmul,
       .reference = matmul_reference,
       .mutates = {},
+      .traits = {.contraction = ContractionForm::BatchedMatmul},
   });
   registry.add({
       .name = "conv2d",
       .kind = OpKind::Contraction,
       .params = {tensor("input"), tensor("weight", ParamInit::KaimingUniform),
-                 optional_tensor("bias", ParamInit::BiasUniform),
-                 attr("stride", ParamKind::Ints, int64_t{1}),
-                 attr("padding", ParamKind::Ints, int64_t{0}),
-                 attr("dilation", ParamKind::Ints, int64_t{1}),
+                 optional_tensor("bias", ParamInit::BiasUniform), attr("stride", ParamKind::Ints, int64_t{1}),
+                 attr("padding", ParamKind::Ints, int64_t{0}), attr("dilation", ParamKind::Ints, int64_t{1}),
                  attr("groups", ParamKind::Int, int64_t{1})},
       .infer = infer_conv2d,
       .reference = conv2d_reference,
       .mutates = {},
+      .traits = {.contraction = ContractionForm::Convolution, .spatial_dims = 2},
   });
 }
 

@@ -341,6 +341,30 @@ void batch_norm_reference(ReferenceContext& ctx) {
   }
 }
 
+// Reduced dims (OpTraits::reduced_dims): group_norm takes every dim after
+// the batch (split into groups of channels), instance_norm the spatial dims.
+std::function<std::vector<int64_t>(const Attrs&, size_t)> dims_from(int64_t first) {
+  return [first](const Attrs&, size_t rank) {
+    std::vector<int64_t> dims;
+    for (int64_t d = first; d < static_cast<int64_t>(rank); ++d)
+      dims.push_back(d);
+    return dims;
+  };
+}
+
+std::vector<int64_t> layer_norm_dims(const Attrs& attrs, size_t rank) {
+  size_t normalized = std::get<std::vector<int64_t>>(attrs.at("normalized_shape")).size();
+  return dims_from(static_cast<int64_t>(rank - normalized))(attrs, rank);
+}
+
+// Every dim but the channel dim 1.
+std::vector<int64_t> batch_norm_dims(const Attrs&, size_t rank) {
+  std::vector<int64_t> dims = {0};
+  for (int64_t d = 2; d < static_cast<int64_t>(rank); ++d)
+    dims.push_back(d);
+  return dims;
+}
+
 } // namespace
 
 void register_normalization_ops(OpRegistry& registry) {
@@ -348,31 +372,37 @@ void register_normalization_ops(OpRegistry& registry) {
   registry.add({
       .name = "group_norm",
       .kind = OpKind::Normalization,
-      .params = {tensor("input"), attr("num_groups", ParamKind::Int),
-                 optional_tensor("weight", ParamInit::Ones),
+      .params = {tensor("input"), attr("num_groups", ParamKind::Int), optional_tensor("weight", ParamInit::Ones),
                  optional_tensor("bias", ParamInit::Zeros), eps},
       .infer = infer_group_norm,
       .reference = group_norm_reference,
       .mutates = {},
+      .traits = {.statistic = Statistic::Moments,
+                 .reduced_dims = dims_from(1),
+                 .channel_groups = [](const Attrs& attrs) { return std::get<int64_t>(attrs.at("num_groups")); },
+                 .affine = AffineLayout::PerChannel},
   });
   registry.add({
       .name = "layer_norm",
       .kind = OpKind::Normalization,
-      .params = {tensor("input"), attr("normalized_shape", ParamKind::Ints),
-                 optional_tensor("weight", ParamInit::Ones),
+      .params = {tensor("input"), attr("normalized_shape", ParamKind::Ints), optional_tensor("weight", ParamInit::Ones),
                  optional_tensor("bias", ParamInit::Zeros), eps},
       .infer = infer_layer_norm,
       .reference = layer_norm_reference,
       .mutates = {},
+      .traits = {.statistic = Statistic::Moments,
+                 .reduced_dims = layer_norm_dims,
+                 .affine = AffineLayout::OverReducedDims},
   });
   registry.add({
       .name = "instance_norm",
       .kind = OpKind::Normalization,
-      .params = {tensor("input"), optional_tensor("weight", ParamInit::Ones),
-                 optional_tensor("bias", ParamInit::Zeros), eps},
+      .params = {tensor("input"), optional_tensor("weight", ParamInit::Ones), optional_tensor("bias", ParamInit::Zeros),
+                 eps},
       .infer = infer_instance_norm,
       .reference = instance_norm_reference,
       .mutates = {},
+      .traits = {.statistic = Statistic::Moments, .reduced_dims = dims_from(2), .affine = AffineLayout::PerChannel},
   });
   registry.add({
       .name = "softmax",
@@ -381,6 +411,7 @@ void register_normalization_ops(OpRegistry& registry) {
       .infer = infer_softmax,
       .reference = [](ReferenceContext& ctx) { softmax_along(ctx, /*log=*/false); },
       .mutates = {},
+      .traits = {.statistic = Statistic::Softmax},
   });
   registry.add({
       .name = "log_softmax",
@@ -389,19 +420,18 @@ void register_normalization_ops(OpRegistry& registry) {
       .infer = infer_softmax,
       .reference = [](ReferenceContext& ctx) { softmax_along(ctx, /*log=*/true); },
       .mutates = {},
+      .traits = {.statistic = Statistic::LogSoftmax},
   });
   registry.add({
       .name = "batch_norm",
       .kind = OpKind::ColumnNorm,
-      .params = {tensor("input"), tensor("running_mean", ParamInit::Zeros),
-                 tensor("running_var", ParamInit::Ones),
-                 optional_tensor("weight", ParamInit::Ones),
-                 optional_tensor("bias", ParamInit::Zeros),
-                 attr("training", ParamKind::Bool, true),
-                 attr("momentum", ParamKind::Float, 0.1), eps},
+      .params = {tensor("input"), tensor("running_mean", ParamInit::Zeros), tensor("running_var", ParamInit::Ones),
+                 optional_tensor("weight", ParamInit::Ones), optional_tensor("bias", ParamInit::Zeros),
+                 attr("training", ParamKind::Bool, true), attr("momentum", ParamKind::Float, 0.1), eps},
       .infer = infer_batch_norm,
       .reference = batch_norm_reference,
       .mutates = batch_norm_mutates,
+      .traits = {.statistic = Statistic::Moments, .reduced_dims = batch_norm_dims, .affine = AffineLayout::PerChannel},
   });
 }
 

@@ -172,6 +172,7 @@ struct ReductionOp {
   DimParam dim;
   bool needs_nonempty; // no identity element: reducing a zero-size dim is an error
   Reducer reduce;
+  Statistic statistic;
 };
 
 void add_reduction(OpRegistry& registry, const ReductionOp& op) {
@@ -181,17 +182,15 @@ void add_reduction(OpRegistry& registry, const ReductionOp& op) {
   registry.add({
       .name = op.name,
       .kind = OpKind::Reduction,
-      .params = {ops::tensor("input"), dim_param(dim),
-                 ops::attr("keepdim", ParamKind::Bool, false)},
-      .infer = [dim, needs_nonempty](ShapeContext& ctx) {
-        return infer_reduction(ctx, dim, needs_nonempty);
-      },
+      .params = {ops::tensor("input"), dim_param(dim), ops::attr("keepdim", ParamKind::Bool, false)},
+      .infer = [dim, needs_nonempty](ShapeContext& ctx) { return infer_reduction(ctx, dim, needs_nonempty); },
       .reference =
           [reduce](ReferenceContext& ctx) {
             const HostTensor& in = *ctx.tensor("input");
             reduce(in, reference_dims(ctx, in.rank()), ctx.out.data);
           },
       .mutates = {},
+      .traits = {.statistic = op.statistic},
   });
 }
 
@@ -199,13 +198,13 @@ void add_reduction(OpRegistry& registry, const ReductionOp& op) {
 
 void register_reduction_ops(OpRegistry& registry) {
   const ReductionOp table[] = {
-      {"sum", DimParam::OptionalInts, false, reduce_sum},
-      {"mean", DimParam::OptionalInts, false, reduce_mean},
-      {"amax", DimParam::OptionalInts, true, reduce_max},
-      {"amin", DimParam::OptionalInts, true, reduce_min},
-      {"max", DimParam::Int, true, reduce_max}, // values only, no indices
-      {"min", DimParam::Int, true, reduce_min},
-      {"logsumexp", DimParam::Ints, false, reduce_logsumexp},
+      {"sum", DimParam::OptionalInts, false, reduce_sum, Statistic::Sum},
+      {"mean", DimParam::OptionalInts, false, reduce_mean, Statistic::Mean},
+      {"amax", DimParam::OptionalInts, true, reduce_max, Statistic::Max},
+      {"amin", DimParam::OptionalInts, true, reduce_min, Statistic::Min},
+      {"max", DimParam::Int, true, reduce_max, Statistic::Max}, // values only, no indices
+      {"min", DimParam::Int, true, reduce_min, Statistic::Min},
+      {"logsumexp", DimParam::Ints, false, reduce_logsumexp, Statistic::LogSumExp},
   };
   for (const ReductionOp& op : table)
     add_reduction(registry, op);

@@ -234,6 +234,7 @@ void register_window_ops(OpRegistry& registry) {
       .infer = infer_pool2d,
       .reference = max_pool2d_reference,
       .mutates = {},
+      .traits = {.window = WindowCombine::Max, .spatial_dims = 2},
   });
   registry.add({
       .name = "avg_pool2d",
@@ -242,6 +243,7 @@ void register_window_ops(OpRegistry& registry) {
       .infer = infer_pool2d,
       .reference = avg_pool2d_reference,
       .mutates = {},
+      .traits = {.window = WindowCombine::Average, .spatial_dims = 2},
   });
   registry.add({
       .name = "adaptive_avg_pool2d",
@@ -250,6 +252,7 @@ void register_window_ops(OpRegistry& registry) {
       .infer = infer_adaptive_avg_pool2d,
       .reference = adaptive_avg_pool2d_reference,
       .mutates = {},
+      .traits = {.window = WindowCombine::Average, .adaptive_window = true, .spatial_dims = 2},
   });
 }
 

@@ -26,21 +26,22 @@ PlanBuffer partials_buffer(const Plan& plan, const Node& norm) {
   PlanBuffer buffer;
   buffer.role = PlanBuffer::Role::Statistics;
   buffer.name = "partials_" + std::to_string(norm.id);
-  if (norm.op == "batch_norm") {
+  if (is_column_norm(norm)) {
     // One triple per (tile of dim 0, channel); a tile also covers the
     // spatial dims of its samples.
     buffer.shape = {input[0], input[1], Dim::constant(3)};
     buffer.ceil_div = {plan.options.gemm_tile_m, 1, 1};
     buffer.what = "per row tile and channel: count, mean, M2 of batch_norm's input";
   } else {
-    // group_norm after conv2d: one triple per (sample, group, row tile of OH*OW).
-    int64_t groups = std::get<int64_t>(norm.attrs.at("num_groups"));
+    // A grouped norm (group_norm) after a convolution: one triple per
+    // (sample, group, row tile of the output positions).
+    int64_t groups = channel_groups(norm);
     int64_t positions = 1;
     for (size_t d = 2; d < input.size(); ++d)
       positions *= input[d].value();
     buffer.shape = {input[0], Dim::constant(groups), Dim::constant(positions), Dim::constant(3)};
     buffer.ceil_div = {1, 1, plan.options.gemm_tile_m, 1};
-    buffer.what = "per sample, group and row tile: count, mean, M2 of group_norm's input";
+    buffer.what = "per sample, group and row tile: count, mean, M2 of " + norm.op + "'s input";
   }
   return buffer;
 }
@@ -50,11 +51,11 @@ PlanBuffer finalized_buffer(const Plan& plan, const Node& norm) {
   PlanBuffer buffer;
   buffer.role = PlanBuffer::Role::Statistics;
   buffer.name = "stats_" + std::to_string(norm.id);
-  if (norm.op == "batch_norm") {
+  if (is_column_norm(norm)) {
     buffer.shape = {input[1], Dim::constant(2)};
     buffer.what = "per channel: batch mean, 1/sqrt(biased var + eps)";
   } else {
-    buffer.shape = {input[0], Dim::constant(std::get<int64_t>(norm.attrs.at("num_groups"))), Dim::constant(2)};
+    buffer.shape = {input[0], Dim::constant(channel_groups(norm)), Dim::constant(2)};
     buffer.what = "per sample and group: mean, 1/sqrt(biased var + eps)";
   }
   return buffer;
@@ -90,13 +91,22 @@ void assign_buffers(Plan& plan) {
   // Arguments first, in declaration order, then outputs.
   std::vector<BufferId> value_buffer(fusion.values.size(), kNoId);
   for (ValueId id : fusion.arguments)
-    value_buffer[id] = add_buffer(
-        plan, {fusion.value(id).name, PlanBuffer::Role::Argument, id, fusion.value(id).type.shape, {}, "", ""});
+    value_buffer[id] = add_buffer(plan, {fusion.value(id).name,
+                                         PlanBuffer::Role::Argument,
+                                         id,
+                                         fusion.value(id).type.shape,
+                                         {},
+                                         "",
+                                         PlanBuffer::Combine::None});
   for (const FusionOutput& output : fusion.outputs)
     if (value_buffer[output.value] == kNoId)
-      value_buffer[output.value] = add_buffer(
-          plan,
-          {output.name, PlanBuffer::Role::Output, output.value, fusion.value(output.value).type.shape, {}, "", ""});
+      value_buffer[output.value] = add_buffer(plan, {output.name,
+                                                     PlanBuffer::Role::Output,
+                                                     output.value,
+                                                     fusion.value(output.value).type.shape,
+                                                     {},
+                                                     "",
+                                                     PlanBuffer::Combine::None});
 
   // Values crossing kernels.
   for (const Node& node : fusion.nodes) {
@@ -115,7 +125,7 @@ void assign_buffers(Plan& plan) {
                                                 fusion.value(operand).type.shape,
                                                 {},
                                                 "",
-                                                ""});
+                                                PlanBuffer::Combine::None});
     }
   }
 
@@ -129,9 +139,11 @@ void assign_buffers(Plan& plan) {
     PlanBuffer& buffer = plan.buffers.at(value_buffer[reduce.result]);
     buffer.shape = {input[1], input[0]};
     buffer.ceil_div = {plan.options.gemm_tile_n, 1};
-    buffer.combine = reduce.op == "min" || reduce.op == "amin" ? "min" : "max";
-    buffer.what = "per " + std::to_string(plan.options.gemm_tile_n) + "-column tile and row: the " + buffer.combine +
-                  " of the tile's columns; readers take the " + buffer.combine + " of the " +
+    buffer.combine =
+        traits_of(reduce).statistic == Statistic::Min ? PlanBuffer::Combine::Min : PlanBuffer::Combine::Max;
+    const std::string combine = combine_name(buffer.combine);
+    buffer.what = "per " + std::to_string(plan.options.gemm_tile_n) + "-column tile and row: the " + combine +
+                  " of the tile's columns; readers take the " + combine + " of the " +
                   std::to_string(step.row_reduce_parts) + " parts";
   }
 
@@ -212,8 +224,8 @@ void assign_buffers(Plan& plan) {
     if (step.kind != KernelKind::Gemm || fusion.precision != Precision::Strict)
       continue;
     const Node& anchor = fusion.node(step.anchor());
-    if (anchor.op != "linear")
-      continue;
+    if (traits_of(anchor).contraction != ContractionForm::RowsTimesWeight)
+      continue; // the weight is one [N, K] matrix that every block row re-reads
     const Shape& x = fusion.value(anchor.operands[0]).type.shape;
     int64_t rows = 1; // known rows, or -1; saturates instead of overflowing
     for (size_t d = 0; d + 1 < x.size() && rows >= 0; ++d)
@@ -233,7 +245,7 @@ void assign_buffers(Plan& plan) {
                        {},
                        "tf32 small parts of " + plan.buffers[source].name +
                            ", split once per call where the GEMM runs on wgmma (sm_90)",
-                       ""};
+                       PlanBuffer::Combine::None};
     step.b_split = add_buffer(plan, scratch);
     add_unique(step.writes, step.b_split);
     add_unique(step.reads, step.b_split);

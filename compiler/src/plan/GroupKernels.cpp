@@ -12,12 +12,6 @@ namespace {
 constexpr int kInline = -2;   // constants: inlined as literals wherever used
 constexpr int kArgument = -1; // fusion arguments: always in memory
 
-bool is_min_max(const std::string& op) {
-  return op == "min" || op == "max" || op == "amin" || op == "amax";
-}
-
-bool is_fusable_row_norm(const std::string& op) { return op == "group_norm" || op == "layer_norm"; }
-
 std::string row_reduce_atomics_note(const std::string& op) {
   return op + " over the row runs in the epilogue: per-tile partial results combined with atomics "
               "(order-independent, so deterministic)";
@@ -154,8 +148,8 @@ private:
     switch (op.kind) {
     case OpKind::Contraction: {
       int k = add_kernel(KernelKind::Gemm, &node);
-      if (node.op == "conv2d")
-        note(k, "conv2d runs as an implicit GEMM (im2col addressing in the operand loads)");
+      if (op.traits.contraction == ContractionForm::Convolution)
+        note(k, node.op + " runs as an implicit GEMM (im2col addressing in the operand loads)");
       return;
     }
     case OpKind::Normalization:
@@ -191,10 +185,17 @@ private:
   // (linear, or matmul of two matrices), so a tile holds whole rows' columns.
   bool result_rows_are_gemm_rows(const Open& open) const {
     const Node& contraction = stage_op(open, 0);
-    if (contraction.op == "linear")
+    switch (traits_of(contraction).contraction) {
+    case ContractionForm::RowsTimesWeight:
       return true;
-    return contraction.op == "matmul" && fusion_.value(contraction.operands[0]).type.rank() == 2 &&
-           fusion_.value(contraction.operands[1]).type.rank() == 2;
+    case ContractionForm::BatchedMatmul:
+      return fusion_.value(contraction.operands[0]).type.rank() == 2 &&
+             fusion_.value(contraction.operands[1]).type.rank() == 2;
+    case ContractionForm::Convolution:
+    case ContractionForm::None:
+      return false;
+    }
+    return false;
   }
 
   // GEMM + group_norm/layer_norm over rows of [M, C] whose groups fit a tile:
@@ -202,7 +203,7 @@ private:
   bool try_fuse_norm_into_gemm(const Node& node) {
     ValueId input = node.operands[0];
     int k = kernel_with_tail(input);
-    if (k < 0 || !is_fusable_row_norm(node.op))
+    if (k < 0 || !is_row_moments(node))
       return false;
     Open& open = kernels_[static_cast<size_t>(k)];
     if (open.step.kind != KernelKind::Gemm || open.step.stages.size() != 1 ||
@@ -229,14 +230,14 @@ private:
   bool try_split_group_norm(const Node& node) {
     ValueId input = node.operands[0];
     int k = kernel_with_tail(input);
-    if (k < 0 || node.op != "group_norm")
+    if (k < 0 || !is_row_moments(node) || channel_groups(node) <= 0)
       return false;
     Open& open = kernels_[static_cast<size_t>(k)];
-    if (open.step.kind != KernelKind::Gemm || open.step.stages.size() != 1 ||
-        open.step.stats_out != kNoId || stage_op(open, 0).op != "conv2d" || !used_only_by(input, node.id))
+    if (open.step.kind != KernelKind::Gemm || open.step.stages.size() != 1 || open.step.stats_out != kNoId ||
+        traits_of(stage_op(open, 0)).contraction != ContractionForm::Convolution || !used_only_by(input, node.id))
       return false;
     const Shape& shape = fusion_.value(input).type.shape;
-    int64_t groups = std::get<int64_t>(node.attrs.at("num_groups"));
+    int64_t groups = channel_groups(node);
     if (shape.size() != 4 || !shape[1].is_constant() || groups <= 0)
       return false;
     int64_t per_group = shape[1].value() / groups;
@@ -247,8 +248,8 @@ private:
       return false;
     open.step.stats_out = node.id;
     open.set_tail(kNoId, true);
-    note(k, "epilogue emits partial group_norm statistics per (sample, group) and row tile");
-    start_stats_apply(node, "applies group_norm with the statistics from the conv's epilogue");
+    note(k, "epilogue emits partial " + node.op + " statistics per (sample, group) and row tile");
+    start_stats_apply(node, "applies " + node.op + " with the statistics from the conv's epilogue");
     return true;
   }
 
@@ -350,18 +351,16 @@ private:
       return false; // an elementwise producer becomes a prologue instead
     const Node& last = stage_op(open, open.step.stages.size() - 1);
     std::vector<int64_t> dims = reduced_dims(fusion_, node);
-    if (open.step.kind == KernelKind::Gemm && open.step.stages.size() == 2 &&
-        is_fusable_row_norm(last.op) && is_min_max(node.op) && dims == std::vector<int64_t>{1} &&
-        fusion_.value(input).type.rank() == 2) {
+    if (open.step.kind == KernelKind::Gemm && open.step.stages.size() == 2 && is_row_moments(last) &&
+        is_min_max(node) && dims == std::vector<int64_t>{1} && fusion_.value(input).type.rank() == 2) {
       open.step.stages.push_back({node.id, {}});
       open.set_tail(kNoId, true); // complete only after every column tile: no epilogue here
       producer_[node.result] = k;
       note(k, row_reduce_atomics_note(node.op));
       return true;
     }
-    if (open.step.kind == KernelKind::RowReduce && open.step.stages.size() == 1 &&
-        op_of(last).kind == OpKind::Normalization && dims == reduced_dims(fusion_, last) &&
-        last.op != "softmax" && last.op != "log_softmax") {
+    if (open.step.kind == KernelKind::RowReduce && open.step.stages.size() == 1 && is_row_moments(last) &&
+        dims == reduced_dims(fusion_, last)) {
       open.step.stages.push_back({node.id, {}});
       open.set_tail(node.result, true);
       producer_[node.result] = k;
@@ -431,13 +430,14 @@ private:
       const KernelStep& step = kernels_[k].step;
       if (step.stats_in == kNoId || step.kind == KernelKind::Window || step.kind == KernelKind::StatsFinalize)
         continue;
-      if (fusion_.node(step.stats_in).op != "group_norm")
-        continue;
+      if (channel_groups(fusion_.node(step.stats_in)) <= 0)
+        continue; // a batch_norm's apply reads its statistics finalized already
       Open finalize;
       finalize.step.kind = KernelKind::StatsFinalize;
       finalize.step.stats_in = step.stats_in;
-      finalize.step.notes.push_back("combines the conv's partial group_norm statistics (Chan): the apply is "
-                                    "not merged into a pool, so no block owns a whole group");
+      finalize.step.notes.push_back("combines the conv's partial " + fusion_.node(step.stats_in).op +
+                                    " statistics (Chan): the apply is not merged into a pool, so no block owns a "
+                                    "whole group");
       kernels_.insert(kernels_.begin() + static_cast<long>(k), std::move(finalize));
       ++k;
     }
@@ -453,7 +453,7 @@ private:
   void merge_small_batch_norm_finalizes() {
     for (size_t k = 0; k < kernels_.size(); ++k) {
       const KernelStep& finalize = kernels_[k].step;
-      if (finalize.kind != KernelKind::StatsFinalize || fusion_.node(finalize.stats_in).op != "batch_norm")
+      if (finalize.kind != KernelKind::StatsFinalize || !is_column_norm(fusion_.node(finalize.stats_in)))
         continue;
       const Node& norm = fusion_.node(finalize.stats_in);
       const Shape& input = fusion_.value(norm.operands[0]).type.shape;
@@ -514,7 +514,7 @@ private:
   void partial_row_reductions() {
     for (size_t k = 0; k < kernels_.size(); ++k) {
       KernelStep& gemm = kernels_[k].step;
-      if (gemm.kind != KernelKind::Gemm || gemm.stages.size() != 3 || !is_min_max(stage_op(kernels_[k], 2).op))
+      if (gemm.kind != KernelKind::Gemm || gemm.stages.size() != 3 || !is_min_max(stage_op(kernels_[k], 2)))
         continue;
       const Node& reduce = stage_op(kernels_[k], 2);
       const Shape& input = fusion_.value(reduce.operands[0]).type.shape;

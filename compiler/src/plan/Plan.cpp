@@ -29,6 +29,18 @@ const char* buffer_role_name(PlanBuffer::Role role) {
   return "?";
 }
 
+const char* combine_name(PlanBuffer::Combine combine) {
+  switch (combine) {
+  case PlanBuffer::Combine::None:
+    return "";
+  case PlanBuffer::Combine::Min:
+    return "min";
+  case PlanBuffer::Combine::Max:
+    return "max";
+  }
+  return "?";
+}
+
 std::vector<NodeId> KernelStep::nodes() const {
   std::vector<NodeId> result = prologue;
   for (const Stage& stage : stages) {

@@ -11,11 +11,31 @@ const OpDef& op_of(const Node& node) {
   return *op;
 }
 
+const OpTraits& traits_of(const Node& node) { return op_of(node).traits; }
+
+bool is_column_norm(const Node& node) { return op_of(node).kind == OpKind::ColumnNorm; }
+
 bool is_training_batch_norm(const Node& node) {
-  if (node.op != "batch_norm")
+  if (!is_column_norm(node))
     return false;
   auto it = node.attrs.find("training");
   return it != node.attrs.end() && std::get<bool>(it->second);
+}
+
+bool is_min_max(const Node& node) {
+  const OpDef& op = op_of(node);
+  return op.kind == OpKind::Reduction &&
+         (op.traits.statistic == Statistic::Max || op.traits.statistic == Statistic::Min);
+}
+
+bool is_row_moments(const Node& node) {
+  const OpDef& op = op_of(node);
+  return op.kind == OpKind::Normalization && op.traits.statistic == Statistic::Moments;
+}
+
+int64_t channel_groups(const Node& node) {
+  const OpTraits& traits = traits_of(node);
+  return traits.channel_groups ? traits.channel_groups(node.attrs) : 0;
 }
 
 bool is_pointwise(const Node& node) {
@@ -43,35 +63,17 @@ bool is_output(const Fusion& fusion, ValueId value) {
   return false;
 }
 
-namespace {
-std::vector<int64_t> all_from(int64_t first, size_t rank) {
-  std::vector<int64_t> dims;
-  for (int64_t d = first; d < static_cast<int64_t>(rank); ++d)
-    dims.push_back(d);
-  return dims;
-}
-} // namespace
-
 std::vector<int64_t> reduced_dims(const Fusion& fusion, const Node& node) {
-  const TensorType& input = fusion.value(node.operands.at(0)).type;
-  size_t rank = input.rank();
-  if (node.op == "group_norm")
-    return all_from(1, rank);
-  if (node.op == "instance_norm")
-    return all_from(2, rank);
-  if (node.op == "layer_norm") {
-    size_t normalized = std::get<std::vector<int64_t>>(node.attrs.at("normalized_shape")).size();
-    return all_from(static_cast<int64_t>(rank - normalized), rank);
-  }
-  if (node.op == "batch_norm") {
-    std::vector<int64_t> dims = {0};
-    for (int64_t d = 2; d < static_cast<int64_t>(rank); ++d)
-      dims.push_back(d);
-    return dims;
-  }
+  size_t rank = fusion.value(node.operands.at(0)).type.rank();
+  if (const OpTraits& traits = traits_of(node); traits.reduced_dims)
+    return traits.reduced_dims(node.attrs, rank);
   auto it = node.attrs.find("dim");
-  if (it == node.attrs.end() || std::holds_alternative<NoneAttr>(it->second))
-    return all_from(0, rank);
+  if (it == node.attrs.end() || std::holds_alternative<NoneAttr>(it->second)) {
+    std::vector<int64_t> all(rank);
+    for (size_t d = 0; d < rank; ++d)
+      all[d] = static_cast<int64_t>(d);
+    return all;
+  }
   if (const auto* single = std::get_if<int64_t>(&it->second))
     return {*single < 0 ? *single + static_cast<int64_t>(rank) : *single};
   std::vector<int64_t> dims = std::get<std::vector<int64_t>>(it->second);
@@ -93,16 +95,14 @@ bool are_trailing(const std::vector<int64_t>& dims, size_t rank) {
 
 int64_t row_group_width(const Fusion& fusion, const Node& node) {
   const Shape& shape = fusion.value(node.operands.at(0)).type.shape;
-  if (shape.size() != 2 || !shape[1].is_constant())
+  if (shape.size() != 2 || !shape[1].is_constant() || !is_row_moments(node) ||
+      reduced_dims(fusion, node) != std::vector<int64_t>{1})
     return 0;
   int64_t channels = shape[1].value();
-  if (node.op == "group_norm") {
-    int64_t groups = std::get<int64_t>(node.attrs.at("num_groups"));
-    return groups > 0 ? channels / groups : 0;
-  }
-  if (node.op == "layer_norm" && reduced_dims(fusion, node) == std::vector<int64_t>{1})
+  if (!traits_of(node).channel_groups)
     return channels;
-  return 0;
+  int64_t groups = channel_groups(node);
+  return groups > 0 ? channels / groups : 0;
 }
 
 VectorOperands vector_operands(const Fusion& fusion, const Node& contraction) {
@@ -111,7 +111,7 @@ VectorOperands vector_operands(const Fusion& fusion, const Node& contraction) {
   const Shape& b = fusion.value(contraction.operands[1]).type.shape;
   if (a.empty() || b.empty())
     return {};
-  if (contraction.op == "linear") { // weight [N, K]: both along the depth
+  if (traits_of(contraction).contraction == ContractionForm::RowsTimesWeight) { // weight [N, K]: both along the depth
     const bool depth = multiple_of_4(b.back());
     return {depth, depth};
   }
