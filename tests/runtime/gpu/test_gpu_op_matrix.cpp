@@ -1,0 +1,262 @@
+// Every op, on every kernel family that can hold it, at edge shapes, on the
+// GPU against the float64 reference interpreter (ggml's test-backend-ops in
+// spirit): pointwise ops on their own (elementwise kernel) and in a GEMM
+// epilogue; reductions and normalizations over trailing dims (row-reduce
+// kernel) and leading dims (generic reduction); norms fused into GEMM
+// epilogues; pools; contractions. Sizes are 1, 3, 127 and others that are no
+// multiple of any tile, so partial tiles and bounds checks run. Strict
+// precision (1e-4). Skips without a GPU.
+#include "support/GpuSupport.h"
+#include "support/TestSupport.h"
+
+#include "fusegen/Codegen.h"
+#include "fusegen/Interpreter.h"
+#include "fusegen/OpRegistry.h"
+#include "fusegen/Planner.h"
+#include "fusegen/RandomInputs.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace fusegen {
+namespace {
+
+struct MatrixCase {
+  std::string name; // test name suffix
+  std::string spec; // one fusion `f` over a symbolic batch N
+  std::vector<int64_t> batches;
+};
+
+void PrintTo(const MatrixCase& c, std::ostream* os) { *os << c.name; }
+
+// Unary pointwise ops of the registry whose other parameters all have
+// defaults, plus a few with arguments, as expressions of `x`.
+std::vector<std::string> unary_expressions(const std::string& x) {
+  std::vector<std::string> out;
+  const OpRegistry& registry = OpRegistry::builtin();
+  for (const std::string& name : registry.names()) {
+    const OpDef& op = *registry.find(name);
+    if (op.kind != OpKind::Pointwise || op.params.empty() || !OpDef::is_tensor_kind(op.params[0].kind))
+      continue;
+    // (clamp's min and max default to None, but one is required.)
+    bool unary = std::all_of(op.params.begin() + 1, op.params.end(), [](const ParamSpec& p) {
+      return !OpDef::is_tensor_kind(p.kind) && p.default_value && !std::holds_alternative<NoneAttr>(*p.default_value);
+    });
+    if (unary)
+      out.push_back(name + "(" + x + ")");
+  }
+  out.push_back("clamp(" + x + ", min=-0.5, max=0.25)");
+  out.push_back("leaky_relu(" + x + ", negative_slope=0.2)");
+  out.push_back("gelu(" + x + ", approximate=\"tanh\")");
+  out.push_back("softplus(" + x + ", beta=2.0, threshold=1.0)");
+  out.push_back("hardtanh(" + x + ", min_val=-0.3, max_val=0.6)");
+  out.push_back(x + " * 0.5 + 1.5");
+  out.push_back("maximum(" + x + ", 0.1) - minimum(" + x + ", -0.1) / 3.0");
+  return out;
+}
+
+// Groups of at most `per_fusion` outputs (the kernels' buffer limit).
+std::vector<std::vector<std::string>> chunks(const std::vector<std::string>& all, size_t per_fusion) {
+  std::vector<std::vector<std::string>> out;
+  for (size_t i = 0; i < all.size(); i += per_fusion)
+    out.emplace_back(all.begin() + static_cast<long>(i),
+                     all.begin() + static_cast<long>(std::min(all.size(), i + per_fusion)));
+  return out;
+}
+
+std::string outputs(const std::vector<std::string>& expressions) {
+  std::string text;
+  for (size_t i = 0; i < expressions.size(); ++i)
+    text += "  output y" + std::to_string(i) + " = " + expressions[i] + "\n";
+  return text;
+}
+
+void pointwise_cases(std::vector<MatrixCase>& out) {
+  int part = 0;
+  for (const auto& group : chunks(unary_expressions("x"), 8)) {
+    out.push_back({"elementwise_part" + std::to_string(part),
+                   "fusion f {\n  input x : f32[N, 127]\n" + outputs(group) + "}\n",
+                   {1, 3, 127, 1025}});
+    out.push_back({"gemm_epilogue_part" + std::to_string(part++),
+                   "fusion f {\n  input x : f32[N, 33]\n  param w : f32[130, 33]\n  param b : f32[130]\n"
+                   "  h = linear(x, w, b)\n" +
+                       outputs(group) + "}\n",
+                   {1, 3, 300}});
+  }
+  // Broadcasting binary ops: a row, a column and a scalar operand.
+  out.push_back({"elementwise_broadcast",
+                 "fusion f {\n  input x : f32[N, 3, 7]\n  input r : f32[7]\n  input c : f32[N, 3, 1]\n"
+                 "  output y0 = x + r\n  output y1 = x - c\n  output y2 = x * c / (r * r + 1.0)\n"
+                 "  output y3 = maximum(x, c)\n  output y4 = minimum(r, c)\n}\n",
+                 {1, 3, 130}});
+}
+
+void contraction_cases(std::vector<MatrixCase>& out) {
+  for (auto [k, n] : std::vector<std::pair<int, int>>{{3, 1}, {1, 3}, {127, 3}, {33, 127}, {300, 130}}) {
+    std::string ks = std::to_string(k), ns = std::to_string(n);
+    out.push_back({"linear_k" + ks + "_n" + ns,
+                   "fusion f {\n  input x : f32[N, " + ks + "]\n  param w : f32[" + ns + ", " + ks +
+                       "]\n  param b : f32[" + ns + "]\n  output y = relu(linear(x, w, b))\n}\n",
+                   {1, 3, 127, 300}});
+    out.push_back({"matmul_k" + ks + "_n" + ns,
+                   "fusion f {\n  input x : f32[N, " + ks + "]\n  param w : f32[" + ks + ", " + ns +
+                       "]\n  output y = matmul(x, w)\n}\n",
+                   {1, 3, 127}});
+  }
+  out.push_back({"matmul_batched",
+                 "fusion f {\n  input a : f32[N, 3, 5, 33]\n  input b : f32[3, 33, 7]\n  output y = matmul(a, b)\n}\n",
+                 {1, 3}});
+  out.push_back({"conv2d_stride_pad_dilation",
+                 "fusion f {\n  input x : f32[N, 3, 9, 11]\n  param w : f32[5, 3, 3, 3]\n  param b : f32[5]\n"
+                 "  output y = conv2d(x, w, b, stride=2, padding=1, dilation=(1, 2))\n}\n",
+                 {1, 3}});
+  out.push_back({"conv2d_groups",
+                 "fusion f {\n  input x : f32[N, 6, 7, 7]\n  param w : f32[4, 3, 2, 2]\n"
+                 "  output y = tanh(conv2d(x, w, groups=2))\n}\n",
+                 {1, 3}});
+}
+
+void reduction_cases(std::vector<MatrixCase>& out) {
+  const char* reductions[] = {"sum", "mean", "amax", "amin", "max", "min", "logsumexp"};
+  for (int c : {1, 3, 127, 1025}) {
+    std::string cs = std::to_string(c);
+    std::vector<std::string> rows, columns;
+    for (const char* op : reductions) {
+      rows.push_back(std::string(op) + "(x, dim=1)");
+      columns.push_back(std::string(op) + "(x, dim=0, keepdim=true)");
+    }
+    out.push_back({std::string("row_reduce_c") + cs,
+                   "fusion f {\n  input x : f32[N, " + cs + "]\n" + outputs(rows) + "}\n",
+                   {1, 3, 127}});
+    out.push_back({std::string("generic_reduce_c") + cs,
+                   "fusion f {\n  input x : f32[N, " + cs + "]\n" + outputs(columns) + "}\n",
+                   {1, 3, 127}});
+  }
+  out.push_back({"reduce_inner_dims",
+                 "fusion f {\n  input x : f32[N, 3, 5, 7]\n  output y0 = sum(x, dim=(1, 3))\n"
+                 "  output y1 = mean(x, dim=(2, 3), keepdim=true)\n  output y2 = amax(x)\n}\n",
+                 {1, 3}});
+}
+
+void normalization_cases(std::vector<MatrixCase>& out) {
+  out.push_back({"softmax",
+                 "fusion f {\n  input x : f32[N, 127]\n  output y0 = softmax(x, dim=1)\n  output y1 = log_softmax(x, "
+                 "dim=1)\n  output y2 = softmax(x, dim=0)\n  output y3 = log_softmax(x, dim=0)\n}\n",
+                 {1, 3, 130}});
+  out.push_back({"layer_norm",
+                 "fusion f {\n  input x : f32[N, 3, 127]\n  param w : f32[127]\n  param b : f32[127]\n"
+                 "  output y0 = layer_norm(x, 127, weight=w, bias=b)\n  output y1 = layer_norm(x, (3, 127))\n}\n",
+                 {1, 3, 130}});
+  out.push_back({"group_norm",
+                 "fusion f {\n  input x : f32[N, 6, 5, 7]\n  param w : f32[6]\n  param b : f32[6]\n"
+                 "  output y0 = group_norm(x, 3, weight=w, bias=b)\n  output y1 = group_norm(x, 1)\n"
+                 "  output y2 = group_norm(x, 6)\n}\n",
+                 {1, 3, 33}});
+  out.push_back({"instance_norm",
+                 "fusion f {\n  input x : f32[N, 3, 127]\n  param w : f32[3]\n  param b : f32[3]\n"
+                 "  output y = instance_norm(x, weight=w, bias=b)\n}\n",
+                 {1, 3, 33}});
+  out.push_back({"batch_norm_training",
+                 "fusion f {\n  input x : f32[N, 3, 5, 7]\n  state rm : f32[3]\n  state rv : f32[3]\n"
+                 "  param w : f32[3]\n  param b : f32[3]\n"
+                 "  output y = batch_norm(x, rm, rv, weight=w, bias=b, training=true)\n}\n",
+                 {2, 3, 33}});
+  out.push_back({"batch_norm_eval_2d",
+                 "fusion f {\n  input x : f32[N, 127]\n  state rm : f32[127]\n  state rv : f32[127]\n"
+                 "  output y = batch_norm(x, rm, rv, training=false)\n}\n",
+                 {1, 3, 130}});
+  // Norms in the GEMM epilogue: groups inside a tile, then a row minimum.
+  for (const char* norm : {"group_norm(h, 4)", "layer_norm(h, 96)"}) {
+    out.push_back({std::string("gemm_") + (norm[0] == 'g' ? "group_norm" : "layer_norm") + "_min",
+                   "fusion f {\n  input x : f32[N, 33]\n  param w : f32[96, 33]\n  h = linear(x, w)\n  h = " +
+                       std::string(norm) + "\n  output y = min(h, dim=1, keepdim=true) + h\n}\n",
+                   {1, 3, 127, 300}});
+  }
+  out.push_back({"gemm_batch_norm",
+                 "fusion f {\n  input x : f32[N, 33]\n  param w : f32[70, 33]\n  state rm : f32[70]\n"
+                 "  state rv : f32[70]\n  h = linear(x, w)\n"
+                 "  output y = batch_norm(h, rm, rv, training=true)\n}\n",
+                 {2, 3, 127, 300}});
+  out.push_back({"conv2d_group_norm_pool",
+                 "fusion f {\n  input x : f32[N, 3, 9, 9]\n  param w : f32[8, 3, 3, 3]\n  h = conv2d(x, w)\n"
+                 "  h = group_norm(h, 4)\n  output y = max_pool2d(h, 2)\n}\n",
+                 {1, 3}});
+}
+
+void window_cases(std::vector<MatrixCase>& out) {
+  out.push_back({"pools",
+                 "fusion f {\n  input x : f32[N, 3, 7, 9]\n  output y0 = max_pool2d(x, 2)\n"
+                 "  output y1 = max_pool2d(x, 3, stride=2, padding=1)\n  output y2 = avg_pool2d(x, (2, 3))\n"
+                 "  output y3 = avg_pool2d(x, 3, stride=1, padding=1)\n  output y4 = adaptive_avg_pool2d(x, (2, 4))\n"
+                 "  output y5 = adaptive_avg_pool2d(x, 1)\n}\n",
+                 {1, 3, 33}});
+}
+
+std::vector<MatrixCase> cases() {
+  std::vector<MatrixCase> out;
+  pointwise_cases(out);
+  contraction_cases(out);
+  reduction_cases(out);
+  normalization_cases(out);
+  window_cases(out);
+  return out;
+}
+
+class GpuOpMatrix : public ::testing::TestWithParam<MatrixCase> {};
+
+// Without a GPU: the spec checks, and plans and generates for sm_80 and
+// sm_90 at every batch of the case.
+TEST_P(GpuOpMatrix, Generates) {
+  const MatrixCase& c = GetParam();
+  auto loaded = testing::load_module(c.spec, c.name + ".fg");
+  ASSERT_TRUE(loaded) << c.spec;
+  for (int64_t n : c.batches) {
+    Diagnostics diags;
+    std::optional<Fusion> concrete = specialize(loaded->module.fusions.at(0), {{"N", n}}, diags);
+    ASSERT_TRUE(concrete) << diags.render(loaded->sources);
+    for (int arch : {80, 90}) {
+      CodegenOptions options;
+      options.arch = arch;
+      Result<GeneratedCode> code = generate_cuda({plan_fusion(*concrete)}, options);
+      EXPECT_TRUE(code) << "N=" << n << " sm_" << arch << ": " << code.error() << "\n" << c.spec;
+    }
+  }
+}
+
+TEST_P(GpuOpMatrix, MatchesTheReferenceInterpreter) {
+  FUSEGEN_SKIP_WITHOUT_GPU();
+  const MatrixCase& c = GetParam();
+  auto loaded = testing::load_module(c.spec, c.name + ".fg");
+  ASSERT_TRUE(loaded) << c.spec;
+  testing::TempDir cache;
+  RuntimeOptions options;
+  options.cache_dir = cache.path();
+  Runtime rt(0, options);
+  Program program = rt.load_string(c.spec, c.name + ".fg");
+  const Fusion& fusion = loaded->module.fusions.at(0);
+  for (int64_t n : c.batches) {
+    Diagnostics diags;
+    std::optional<Fusion> concrete = specialize(fusion, {{"N", n}}, diags);
+    ASSERT_TRUE(concrete) << diags.render(loaded->sources);
+    std::map<std::string, HostTensor> inputs = make_random_arguments(*concrete, 7);
+    testing::DeviceResult got = testing::run_on_device(rt, program.function(fusion.name), *concrete, inputs);
+    Result<InterpreterResult> want = interpret(fusion, inputs);
+    ASSERT_TRUE(want) << want.error();
+    for (const auto& [name, tensor] : want.value().outputs) {
+      testing::Comparison cmp = testing::compare_to_reference(got.outputs.at(name), tensor, 1e-4, 1e-4);
+      EXPECT_EQ(cmp.mismatches, 0u) << "N=" << n << " output " << name << ": " << cmp.summary() << "\n" << c.spec;
+    }
+    for (const auto& [name, tensor] : want.value().state) {
+      testing::Comparison cmp = testing::compare_to_reference(got.state.at(name), tensor, 1e-4, 1e-4);
+      EXPECT_EQ(cmp.mismatches, 0u) << "N=" << n << " state " << name << ": " << cmp.summary() << "\n" << c.spec;
+    }
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<MatrixCase>& param) { return param.param.name; }
+
+INSTANTIATE_TEST_SUITE_P(Ops, GpuOpMatrix, ::testing::ValuesIn(cases()), case_name);
+
+} // namespace
+} // namespace fusegen
