@@ -1,5 +1,6 @@
 #include "plan/GroupKernels.h"
 
+#include "plan/GemmFamily.h"
 #include "plan/PlanQueries.h"
 
 #include <algorithm>
@@ -11,11 +12,6 @@ namespace {
 
 constexpr int kInline = -2;   // constants: inlined as literals wherever used
 constexpr int kArgument = -1; // fusion arguments: always in memory
-
-std::string row_reduce_atomics_note(const std::string& op) {
-  return op + " over the row runs in the epilogue: per-tile partial results combined with atomics "
-              "(order-independent, so deterministic)";
-}
 
 class Grouper {
 public:
@@ -181,46 +177,22 @@ private:
     return fusion_.node(open.step.stages.at(stage).op);
   }
 
-  // The rows of the kernel's [M, C] result are rows of the GEMM itself
-  // (linear, or matmul of two matrices), so a tile holds whole rows' columns.
-  bool result_rows_are_gemm_rows(const Open& open) const {
-    const Node& contraction = stage_op(open, 0);
-    switch (traits_of(contraction).contraction) {
-    case ContractionForm::RowsTimesWeight:
-      return true;
-    case ContractionForm::BatchedMatmul:
-      return fusion_.value(contraction.operands[0]).type.rank() == 2 &&
-             fusion_.value(contraction.operands[1]).type.rank() == 2;
-    case ContractionForm::Convolution:
-    case ContractionForm::None:
-      return false;
-    }
-    return false;
-  }
-
   // GEMM + group_norm/layer_norm over rows of [M, C] whose groups fit a tile:
   // the tile computes the statistics itself, so the chain stays one kernel.
   bool try_fuse_norm_into_gemm(const Node& node) {
     ValueId input = node.operands[0];
     int k = kernel_with_tail(input);
-    if (k < 0 || !is_row_moments(node))
+    if (k < 0)
       return false;
     Open& open = kernels_[static_cast<size_t>(k)];
-    if (open.step.kind != KernelKind::Gemm || open.step.stages.size() != 1 ||
-        open.step.stats_out != kNoId || !result_rows_are_gemm_rows(open))
+    JoinAnswer answer = gemm_takes_row_norm(fusion_, open.step, node, used_only_by(input, node.id), options_);
+    if (!answer.note.empty())
+      note(k, answer.note);
+    if (!answer.joins)
       return false;
-    int64_t width = row_group_width(fusion_, node);
-    if (width <= 0 || options_.gemm_tile_n % width != 0 || !used_only_by(input, node.id)) {
-      if (width > 0 && options_.gemm_tile_n % width != 0)
-        note(k, node.op + " not fused: a group of " + std::to_string(width) + " channels does not fit a " +
-                    std::to_string(options_.gemm_tile_n) + "-wide GEMM tile");
-      return false;
-    }
     open.step.stages.push_back({node.id, {}});
     open.set_tail(node.result, true);
     producer_[node.result] = k;
-    note(k, node.op + " runs in the GEMM epilogue: a " + std::to_string(options_.gemm_tile_n) +
-                "-wide tile holds whole groups of " + std::to_string(width) + " channels");
     return true;
   }
 
@@ -230,25 +202,15 @@ private:
   bool try_split_group_norm(const Node& node) {
     ValueId input = node.operands[0];
     int k = kernel_with_tail(input);
-    if (k < 0 || !is_row_moments(node) || channel_groups(node) <= 0)
+    if (k < 0)
       return false;
     Open& open = kernels_[static_cast<size_t>(k)];
-    if (open.step.kind != KernelKind::Gemm || open.step.stages.size() != 1 || open.step.stats_out != kNoId ||
-        traits_of(stage_op(open, 0)).contraction != ContractionForm::Convolution || !used_only_by(input, node.id))
-      return false;
-    const Shape& shape = fusion_.value(input).type.shape;
-    int64_t groups = channel_groups(node);
-    if (shape.size() != 4 || !shape[1].is_constant() || groups <= 0)
-      return false;
-    int64_t per_group = shape[1].value() / groups;
-    // Each norm group must lie inside one column tile and one conv group.
-    int64_t conv_groups = std::get<int64_t>(stage_op(open, 0).attrs.at("groups"));
-    int64_t per_conv_group = shape[1].value() / std::max<int64_t>(conv_groups, 1);
-    if (options_.gemm_tile_n % per_group != 0 || per_conv_group % per_group != 0)
+    JoinAnswer answer = gemm_emits_group_statistics(fusion_, open.step, node, used_only_by(input, node.id), options_);
+    if (!answer.joins)
       return false;
     open.step.stats_out = node.id;
     open.set_tail(kNoId, true);
-    note(k, "epilogue emits partial " + node.op + " statistics per (sample, group) and row tile");
+    note(k, answer.note);
     start_stats_apply(node, "applies " + node.op + " with the statistics from the conv's epilogue");
     return true;
   }
@@ -303,40 +265,20 @@ private:
     int k = kernel_with_tail(input);
     if (k < 0)
       return -1;
-    const Open& open = kernels_[static_cast<size_t>(k)];
-    const bool gemm_rows = open.step.kind == KernelKind::Gemm && open.step.stages.size() == 1 &&
-                           open.step.stats_out == kNoId && fusion_.value(input).type.rank() == 2 &&
-                           result_rows_are_gemm_rows(open) && used_only_by(input, node.id);
-    return gemm_rows ? k : -1;
+    return gemm_feeds_batch_norm(fusion_, kernels_[static_cast<size_t>(k)].step, node, used_only_by(input, node.id))
+               ? k
+               : -1;
   }
 
-  // The most rows a GEMM block holds (templates/gemm.cu: 128-row blocks take
-  // operands that load as 16-byte vectors, 64-row blocks any).
-  static constexpr int64_t kBlockRowsMax = 128;
-
-  // Whether the GEMM's operands load as vectors, as its 128-row blocks need.
-  bool gemm_loads_vectors(const Open& open) const {
-    const VectorOperands vectors = vector_operands(fusion_, stage_op(open, 0));
-    return vectors.a && vectors.b;
-  }
-
-  // GEMM k (gemm_of_batch_norm_input) + training batch_norm when one block
-  // holds all its rows (N known, at most 64 rows, or 128 with vector
-  // operands): the block normalizes each column over them itself, so the
-  // chain stays one kernel (templates/gemm.cu "column_norm"; chain 39 small).
   bool try_fuse_batch_norm_into_gemm(const Node& node, int k) {
     Open& open = kernels_[static_cast<size_t>(k)];
-    const Shape& shape = fusion_.value(node.operands[0]).type.shape;
-    if (!shape[0].is_constant() || shape[0].value() < 1)
-      return false;
-    const int64_t rows = shape[0].value();
-    if (rows > kBlockRowsMax || (rows > options_.gemm_tile_m && !gemm_loads_vectors(open)))
+    JoinAnswer answer = gemm_takes_batch_norm(fusion_, open.step, node, options_);
+    if (!answer.joins)
       return false;
     open.step.stages.push_back({node.id, {}});
     open.set_tail(node.result, true);
     producer_[node.result] = k;
-    note(k, "batch_norm runs in the GEMM epilogue: one block holds all " + std::to_string(rows) +
-                " rows of its columns and normalizes them itself; it updates running_mean and running_var");
+    note(k, answer.note);
     return true;
   }
 
@@ -349,16 +291,15 @@ private:
     Open& open = kernels_[static_cast<size_t>(k)];
     if (open.step.kind != KernelKind::Gemm && open.step.kind != KernelKind::RowReduce)
       return false; // an elementwise producer becomes a prologue instead
-    const Node& last = stage_op(open, open.step.stages.size() - 1);
-    std::vector<int64_t> dims = reduced_dims(fusion_, node);
-    if (open.step.kind == KernelKind::Gemm && open.step.stages.size() == 2 && is_row_moments(last) &&
-        is_min_max(node) && dims == std::vector<int64_t>{1} && fusion_.value(input).type.rank() == 2) {
+    if (JoinAnswer answer = gemm_takes_row_min_max(fusion_, open.step, node); answer.joins) {
       open.step.stages.push_back({node.id, {}});
       open.set_tail(kNoId, true); // complete only after every column tile: no epilogue here
       producer_[node.result] = k;
-      note(k, row_reduce_atomics_note(node.op));
+      note(k, answer.note);
       return true;
     }
+    const Node& last = stage_op(open, open.step.stages.size() - 1);
+    std::vector<int64_t> dims = reduced_dims(fusion_, node);
     if (open.step.kind == KernelKind::RowReduce && open.step.stages.size() == 1 && is_row_moments(last) &&
         dims == reduced_dims(fusion_, last)) {
       open.step.stages.push_back({node.id, {}});
