@@ -3,7 +3,9 @@
 #include "fusegen/OpRegistry.h"
 #include "fusegen/Specialize.h"
 
+#include <algorithm>
 #include <cmath>
+#include <thread>
 
 namespace fusegen {
 namespace {
@@ -43,7 +45,10 @@ Status check_interpreter_size(const Fusion& concrete) {
   return Status::success();
 }
 
-Result<InterpreterResult> interpret(const Fusion& fusion, const std::map<std::string, HostTensor>& arguments) {
+Result<InterpreterResult> interpret(const Fusion& fusion, const std::map<std::string, HostTensor>& arguments,
+                                    const InterpreterOptions& options) {
+  const int threads =
+      options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const auto& [name, tensor] : arguments) {
     if (static_cast<int64_t>(tensor.data.size()) != numel_of(tensor.shape))
@@ -69,6 +74,8 @@ Result<InterpreterResult> interpret(const Fusion& fusion, const std::map<std::st
     values[id] = arguments.at(arg.name);
   }
   for (const Node& node : concrete->nodes) {
+    if (options.on_node)
+      options.on_node(static_cast<size_t>(&node - concrete->nodes.data()), concrete->nodes.size(), node);
     const OpDef* op = OpRegistry::builtin().find(node.op);
     std::vector<const HostTensor*> operands;
     std::vector<HostTensor*> mutable_operands(node.operands.size(), nullptr);
@@ -83,7 +90,7 @@ Result<InterpreterResult> interpret(const Fusion& fusion, const std::map<std::st
       }
     }
     HostTensor out(concrete_shape(concrete->value(node.result).type.shape));
-    ReferenceContext ctx{*op, operands, mutable_operands, node.attrs, out};
+    ReferenceContext ctx{*op, operands, mutable_operands, node.attrs, out, threads};
     op->reference(ctx);
     values[node.result] = std::move(out);
   }

@@ -1,7 +1,9 @@
 #include "fusegen/OpRegistry.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <thread>
 
 namespace fusegen {
 
@@ -283,6 +285,25 @@ const std::string& ReferenceContext::get_string(std::string_view p) const {
 std::vector<int64_t> ReferenceContext::get_ints(std::string_view p) const { return as_ints(attr_of(attrs, p)); }
 std::optional<double> ReferenceContext::get_optional_float(std::string_view p) const {
   return as_optional_double(attr_of(attrs, p));
+}
+
+// Ranges under this many indices run on the calling thread: a thread costs
+// more than the work (the references of small test shapes).
+constexpr int64_t kMinIndicesPerThread = 64;
+
+void ReferenceContext::parallel_for(int64_t count, const std::function<void(int64_t, int64_t)>& body) const {
+  const int64_t workers = std::clamp<int64_t>(count / kMinIndicesPerThread, 1, std::max(threads, 1));
+  if (workers == 1) {
+    body(0, count);
+    return;
+  }
+  std::vector<std::thread> pool;
+  const int64_t per = (count + workers - 1) / workers;
+  for (int64_t begin = per; begin < count; begin += per)
+    pool.emplace_back(body, begin, std::min(count, begin + per));
+  body(0, std::min(count, per));
+  for (std::thread& thread : pool)
+    thread.join();
 }
 
 } // namespace fusegen

@@ -548,6 +548,33 @@ TEST(IR, InterpreterComputesATinyFusionByHand) {
   EXPECT_TRUE(result.value().state.empty());
 }
 
+// The contractions' references split their outputs over threads; every
+// output element is computed the same way whatever the split.
+TEST(IR, InterpreterResultsDoNotDependOnThreads) {
+  Fusion fusion = compile_one("fusion f {\n  input x : f32[N, 3, 9, 9]\n  param w : f32[8, 3, 3, 3]\n"
+                              "  param v : f32[40, 9]\n  input a : f32[N, 5, 392]\n  input b : f32[392, 7]\n"
+                              "  h = conv2d(x, w, padding=1)\n  output y = linear(h, v)\n"
+                              "  output z = matmul(a, b)\n}\n");
+  Diagnostics diags;
+  std::optional<Fusion> concrete = specialize(fusion, {{"N", 37}}, diags);
+  ASSERT_TRUE(concrete);
+  std::map<std::string, HostTensor> inputs = make_random_arguments(*concrete, 3);
+  std::vector<int> progress;
+  InterpreterOptions one{.threads = 1, .on_node = [&](size_t index, size_t count, const Node&) {
+                           EXPECT_EQ(count, concrete->nodes.size());
+                           progress.push_back(static_cast<int>(index));
+                         }};
+  Result<InterpreterResult> serial = interpret(fusion, inputs, one);
+  ASSERT_TRUE(serial) << serial.error();
+  EXPECT_EQ(progress, (std::vector<int>{0, 1, 2}));
+  for (int threads : {2, 3, 16}) {
+    Result<InterpreterResult> parallel = interpret(fusion, inputs, {.threads = threads});
+    ASSERT_TRUE(parallel) << parallel.error();
+    for (const char* name : {"y", "z"})
+      EXPECT_EQ(parallel.value().outputs.at(name).data, serial.value().outputs.at(name).data) << name << " " << threads;
+  }
+}
+
 TEST(IR, InterpreterComputesLinearByHand) {
   Fusion fusion = compile_one("fusion f {\n  input x : f32[N, 2]\n  param w : f32[3, 2]\n  param b : f32[3]\n"
                               "  output y = linear(x, w, b)\n}\n");

@@ -6,6 +6,7 @@
 #include "fusegen/IR.h"
 #include "fusegen/Result.h"
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -23,8 +24,18 @@ inline constexpr int64_t kMaxInterpreterElements = int64_t{1} << 31;
 // `concrete` must be specialized. Errors name the total and the limit.
 Status check_interpreter_size(const Fusion& concrete);
 
+struct InterpreterOptions {
+  // Threads the contractions' references may use; 0: one per hardware
+  // thread. Results are the same for any count.
+  int threads = 0;
+  // Called before each node runs (index in the specialized fusion, count),
+  // e.g. to show progress on a long run.
+  std::function<void(size_t index, size_t count, const Node& node)> on_node = {};
+};
+
 // `arguments` holds every input, param and state tensor by name. Symbolic dims
 // are bound from their shapes; a missing, extra or mis-shaped tensor is an error.
-Result<InterpreterResult> interpret(const Fusion& fusion, const std::map<std::string, HostTensor>& arguments);
+Result<InterpreterResult> interpret(const Fusion& fusion, const std::map<std::string, HostTensor>& arguments,
+                                    const InterpreterOptions& options = {});
 
 } // namespace fusegen

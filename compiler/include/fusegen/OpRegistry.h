@@ -179,6 +179,7 @@ struct ReferenceContext {
   std::vector<HostTensor*> mutable_operands; // same slots; non-null only for mutated state
   const Attrs& attrs;
   HostTensor& out; // shape already set to the inferred concrete shape
+  int threads = 1; // what parallel_for may use (InterpreterOptions::threads)
 
   const HostTensor* tensor(std::string_view param) const;
   HostTensor* mutable_tensor(std::string_view param) const;
@@ -188,6 +189,10 @@ struct ReferenceContext {
   const std::string& get_string(std::string_view param) const;
   std::vector<int64_t> get_ints(std::string_view param) const;
   std::optional<double> get_optional_float(std::string_view param) const;
+  // Runs body(begin, end) over [0, count) split into contiguous ranges, on up
+  // to `threads` threads. Each index must write only its own outputs, and in
+  // the same order whatever the split, so results do not depend on threads.
+  void parallel_for(int64_t count, const std::function<void(int64_t begin, int64_t end)>& body) const;
 };
 
 // Families of ops, each defined in compiler/src/ops/<Family>.cpp.

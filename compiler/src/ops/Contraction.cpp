@@ -53,16 +53,18 @@ void linear_reference(ReferenceContext& ctx) {
   const HostTensor* b = ctx.tensor("bias");
   int64_t out_features = w.dim(0), in_features = w.dim(1);
   int64_t rows = ctx.out.numel() / std::max<int64_t>(out_features, 1);
-  for (int64_t r = 0; r < rows; ++r) {
-    const double* x_row = x.data.data() + r * in_features;
-    for (int64_t o = 0; o < out_features; ++o) {
-      const double* w_row = w.data.data() + o * in_features;
-      double acc = 0.0;
-      for (int64_t i = 0; i < in_features; ++i)
-        acc += x_row[i] * w_row[i];
-      ctx.out.data[static_cast<size_t>(r * out_features + o)] = acc + (b ? b->data[o] : 0.0);
+  ctx.parallel_for(rows, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      const double* x_row = x.data.data() + r * in_features;
+      for (int64_t o = 0; o < out_features; ++o) {
+        const double* w_row = w.data.data() + o * in_features;
+        double acc = 0.0;
+        for (int64_t i = 0; i < in_features; ++i)
+          acc += x_row[i] * w_row[i];
+        ctx.out.data[static_cast<size_t>(r * out_features + o)] = acc + (b ? b->data[o] : 0.0);
+      }
     }
-  }
+  });
 }
 
 // ---- matmul ----
@@ -138,18 +140,22 @@ void matmul_reference(ReferenceContext& ctx) {
   std::vector<int64_t> a_index = ops::broadcast_indices(a_batch, out_batch);
   std::vector<int64_t> b_index = ops::broadcast_indices(b_batch, out_batch);
   int64_t n = a_shape[a_shape.size() - 2], k = a_shape.back(), m = b_shape.back();
-  for (size_t batch = 0; batch < a_index.size(); ++batch) {
-    const double* pa = a.data.data() + a_index[batch] * n * k;
-    const double* pb = b.data.data() + b_index[batch] * k * m;
-    double* po = ctx.out.data.data() + static_cast<int64_t>(batch) * n * m;
-    for (int64_t i = 0; i < n; ++i)
+  // One index per (batch, row) of the output.
+  ctx.parallel_for(static_cast<int64_t>(a_index.size()) * n, [&](int64_t first, int64_t last) {
+    for (int64_t index = first; index < last; ++index) {
+      const auto batch = static_cast<size_t>(index / n);
+      const int64_t i = index % n;
+      const double* pa = a.data.data() + a_index[batch] * n * k;
+      const double* pb = b.data.data() + b_index[batch] * k * m;
+      double* po = ctx.out.data.data() + static_cast<int64_t>(batch) * n * m;
       for (int64_t j = 0; j < m; ++j) {
         double acc = 0.0;
         for (int64_t p = 0; p < k; ++p)
           acc += pa[i * k + p] * pb[p * m + j];
         po[i * m + j] = acc;
       }
-  }
+    }
+  });
 }
 
 // ---- conv2d ----
@@ -333,17 +339,20 @@ void conv2d_reference(ReferenceContext& ctx) {
   ConvGeometry g = conv_geometry(ctx);
   int64_t outs_per_group = g.out_channels / g.groups;
   int64_t plane = g.height * g.width;
-  double* out = ctx.out.data.data();
-  for (int64_t n = 0; n < g.batch; ++n)
-    for (int64_t o = 0; o < g.out_channels; ++o) {
+  // One index per (sample, output channel) plane of the output.
+  ctx.parallel_for(g.batch * g.out_channels, [&](int64_t first, int64_t last) {
+    for (int64_t index = first; index < last; ++index) {
+      const int64_t n = index / g.out_channels, o = index % g.out_channels;
       int64_t first_channel = (o / outs_per_group) * g.group_channels;
       const double* x_group = x.data.data() + (n * g.channels + first_channel) * plane;
       const double* filter = w.data.data() + o * g.group_channels * g.kh * g.kw;
       double b = bias ? bias->data[static_cast<size_t>(o)] : 0.0;
+      double* out = ctx.out.data.data() + index * g.out_height * g.out_width;
       for (int64_t oh = 0; oh < g.out_height; ++oh)
         for (int64_t ow = 0; ow < g.out_width; ++ow)
           *out++ = conv_point(g, x_group, filter, oh, ow) + b;
     }
+  });
 }
 
 } // namespace
