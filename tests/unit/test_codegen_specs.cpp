@@ -1,4 +1,4 @@
-// Generated source for every spec in specs/ (both shape sets, symbolic and
+// Generated source for every seed spec in specs/ (both shape sets, symbolic and
 // with --dims) compiles with NVRTC for sm_80 and sm_90 and with nvcc
 // (host launchers included) without warnings; golden tests of the generated
 // text for a few small fusions.
@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -85,23 +86,49 @@ std::string nvcc_compile(const std::string& source, const std::string& name) {
 #endif
 }
 
-TEST(CodegenSpecs, EverySeedSpecCompilesWithNvrtcAndNvcc) {
-  FUSEGEN_SKIP_WITHOUT_NVRTC();
-  std::vector<fs::path> specs = seed_specs();
-  ASSERT_EQ(specs.size(), 8u);
-  for (const fs::path& spec : specs) {
-    for (const DimBindings& dims : {DimBindings{}, DimBindings{{"N", 128}}}) {
-      std::string name = spec.stem().string() + (dims.empty() ? "_symbolic" : "_N128");
-      SCOPED_TRACE(spec.string() + (dims.empty() ? " (symbolic)" : " --dims N=128"));
-      // Generated for the arch it is compiled for: sm_90 code may use clusters.
-      std::string source = generate(spec, dims);
-      ASSERT_FALSE(source.empty());
-      EXPECT_EQ(testing::nvrtc_compile(source, name + ".cu", 90), "") << "sm_90";
-      EXPECT_EQ(testing::nvrtc_compile(generate(spec, dims, 80), name + ".cu", 80), "") << "sm_80";
-      EXPECT_EQ(nvcc_compile(source, name), "");
-    }
-  }
+TEST(CodegenSpecs, BothShapeSetsOfEverySeedChain) { EXPECT_EQ(seed_specs().size(), 8u); }
+
+// One seed spec, symbolic or at N=128: a test each, so that ctest runs them
+// side by side (together they take minutes, most of it nvcc).
+struct SeedCase {
+  fs::path spec;
+  bool specialized = false;
+};
+
+void PrintTo(const SeedCase& c, std::ostream* os) { *os << c.spec.string() << (c.specialized ? " N=128" : ""); }
+
+std::vector<SeedCase> seed_cases() {
+  std::vector<SeedCase> cases;
+  for (const fs::path& spec : seed_specs())
+    for (bool specialized : {false, true})
+      cases.push_back({spec, specialized});
+  return cases;
 }
+
+std::string seed_case_name(const ::testing::TestParamInfo<SeedCase>& param) {
+  const SeedCase& c = param.param;
+  std::string name = c.spec.parent_path().filename() == "small" ? "small_" : "v01_";
+  for (char ch : c.spec.stem().string())
+    name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return name + (c.specialized ? "_N128" : "_symbolic");
+}
+
+class SeedSpecCompiles : public ::testing::TestWithParam<SeedCase> {};
+
+TEST_P(SeedSpecCompiles, WithNvrtcAndNvcc) {
+  FUSEGEN_SKIP_WITHOUT_NVRTC();
+  const SeedCase& c = GetParam();
+  const DimBindings dims = c.specialized ? DimBindings{{"N", 128}} : DimBindings{};
+  const std::string name = seed_case_name({c, 0});
+  // Generated for the arch it is compiled for: sm_90 code may use clusters.
+  std::string source = generate(c.spec, dims);
+  ASSERT_FALSE(source.empty());
+  EXPECT_EQ(testing::nvrtc_compile(source, name + ".cu", 90), "") << "sm_90";
+  EXPECT_EQ(testing::nvrtc_compile(generate(c.spec, dims, 80), name + ".cu", 80), "") << "sm_80";
+  EXPECT_EQ(nvcc_compile(source, name), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, SeedSpecCompiles, ::testing::ValuesIn(seed_cases()), seed_case_name);
 
 // Golden text: tests/codegen_golden/<name>.fg generates <name>.cu exactly.
 // FUSEGEN_UPDATE_GOLDEN=1 rewrites the expected files (then review the diff).
@@ -127,7 +154,9 @@ void expect_golden(const std::string& name, const DimBindings& dims) {
   ADD_FAILURE() << name << ".cu differs from the generated source at line " << line << " (byte " << at << ")\n"
                 << "  expected: " << around(expected) << "\n"
                 << "  actual:   " << around(actual) << "\n"
-                << "----- expected -----\n" << expected << "\n----- actual -----\n" << actual;
+                << "----- expected -----\n"
+                << expected << "\n----- actual -----\n"
+                << actual;
 }
 
 TEST(CodegenGolden, PointwiseChain) { expect_golden("pointwise_chain", {}); }
