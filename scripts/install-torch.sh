@@ -30,7 +30,7 @@ start=$SECONDS
 echo "install-torch: installing torch into $dir (a few minutes, once)" >&2
 rm -rf "$dir.partial"
 "$python" -m pip install -q --disable-pip-version-check --no-warn-script-location \
-  --target "$dir.partial" torch >&2
+  --target "$dir.partial" torch numpy >&2
 rm -rf "$dir"
 mv "$dir.partial" "$dir"
 echo "install-torch: done in $((SECONDS - start)) s" >&2

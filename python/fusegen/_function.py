@@ -421,6 +421,16 @@ class Function(_call_base()):
         outs, out_keep = self._tensor_array(self._out_names_b, out_shapes)
         return _Plan(args, outs, key, out_shapes, (keep, out_keep))
 
+    # ---- PyTorch ----
+
+    def torch_op(self, namespace="fusegen", name=None):
+        """This fusion as a torch.library custom op, torch.ops.<namespace>.<name> (name: the
+        fusion's by default), with a fake implementation and its state tensors declared
+        mutable: torch.compile(fullgraph=True), torch.export and CUDA graphs see through it.
+        Call it with the arguments in declaration order: op(x, w, b). See docs/python.md."""
+        from . import _torch_op
+        return _torch_op.register(self, namespace, name)
+
     # ---- without a launch ----
 
     def output_shapes(self, **shapes):
