@@ -18,6 +18,11 @@ from ._runtime import Program, Runtime, default_runtime, load, load_string
 __version__ = "0.1.0"
 
 
+def torch_op(function, namespace="fusegen", name=None):
+    """`function` (a fusegen.Function) as a torch.library custom op; see Function.torch_op."""
+    return function.torch_op(namespace, name)
+
+
 def library_version():
     """The version of the loaded C library (loads it)."""
     from . import _library
@@ -33,5 +38,5 @@ def library_path():
 __all__ = [
     "ArgumentError", "CompileError", "DriverError", "Error", "Function", "InternalError", "IoError",
     "LibraryNotFoundError", "NoDriverError", "Program", "Runtime", "SpecError", "TensorSpec",
-    "default_runtime", "library_path", "library_version", "load", "load_string", "module_arguments",
+    "default_runtime", "library_path", "library_version", "load", "load_string", "module_arguments", "torch_op",
 ]

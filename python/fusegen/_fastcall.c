@@ -54,6 +54,7 @@ static int PyModule_AddObjectRef(PyObject* module, const char* name, PyObject* v
 #if PY_VERSION_HEX < 0x03090000
 #define PyObject_CallMethodNoArgs(o, name) PyObject_CallMethodObjArgs((o), (name), NULL)
 #define PyObject_CallOneArg(f, arg) PyObject_CallFunctionObjArgs((f), (arg), NULL)
+#define PyObject_CallNoArgs(f) PyObject_CallFunctionObjArgs((f), NULL)
 #define PyObject_Vectorcall _PyObject_Vectorcall
 #endif
 
@@ -62,15 +63,16 @@ typedef fusegen_status (*bind_fn)(const fusegen_function*, const fusegen_tensor*
 typedef fusegen_status (*launch_fn)(const fusegen_bound_call*, const void* const*, const void* const*, void*);
 typedef void (*destroy_fn)(fusegen_bound_call*);
 
-/* The six tensor accessors the call reads, in order. get_device() alone
+/* The seven tensor accessors the call reads, in order. get_device() alone
  * does not say that the device is a CUDA device (other devices have
- * indices too): is_cuda does. */
-enum { kDtype, kIsCuda, kGetDevice, kIsContiguous, kDataPtr, kShape, kAccessors };
-static const char* const accessor_names[kAccessors] = {"dtype",         "is_cuda",  "get_device",
-                                                       "is_contiguous", "data_ptr", "shape"};
+ * indices too): is_cuda does. requires_grad: such a tensor, in grad mode,
+ * goes to the Python path, which refuses it (fusions have no backward). */
+enum { kDtype, kIsCuda, kGetDevice, kIsContiguous, kDataPtr, kShape, kRequiresGrad, kAccessors };
+static const char* const accessor_names[kAccessors] = {"dtype",    "is_cuda", "get_device",   "is_contiguous",
+                                                       "data_ptr", "shape",   "requires_grad"};
 /* Attributes (data descriptors, read through tp_descr_get) or methods
  * without arguments (called through vectorcall). */
-static const int accessor_is_method[kAccessors] = {0, 0, 1, 1, 1, 0};
+static const int accessor_is_method[kAccessors] = {0, 0, 1, 1, 1, 0, 0};
 static PyObject* accessor_strings[kAccessors]; /* the names, interned */
 
 /* Ranks the reader's paths take (more: read the Python way), and the most
@@ -95,6 +97,7 @@ typedef struct {
   PyObject* empty_kwargs; /* {"dtype": float32, "device": torch.device} */
   PyObject* empty_like;   /* torch.empty_like, or None */
   PyObject* raise_status; /* status (int) -> raises the library's error */
+  PyObject* grad_enabled; /* torch.is_grad_enabled, or None (never) */
   /* torch.Tensor's own descriptors of the accessors, and the types whose
    * instances are read through them (torch.Tensor and those subclasses that
    * resolve all six to the same descriptors; NULL where unused). */
@@ -174,6 +177,29 @@ static int shape_of(PyObject* object, Shape* shape) {
   return 1;
 }
 
+/* 1 where `t` does not require grad or grad mode is off; 0 where autograd
+ * would want a graph through it (the Python path refuses the call); -1 with
+ * an error. A stand-in tensor type without requires_grad never requires it. */
+static int needs_no_grad(Caller* self, PyObject* t) {
+  PyObject* requires = read_accessor(self, t, kRequiresGrad);
+  if (!requires) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+      return -1;
+    PyErr_Clear();
+    return 1;
+  }
+  const int wants = PyObject_IsTrue(requires);
+  Py_DECREF(requires);
+  if (wants <= 0 || self->grad_enabled == Py_None)
+    return wants < 0 ? -1 : 1;
+  PyObject* enabled = PyObject_CallNoArgs(self->grad_enabled);
+  if (!enabled)
+    return -1;
+  const int on = PyObject_IsTrue(enabled);
+  Py_DECREF(enabled);
+  return on < 0 ? -1 : !on;
+}
+
 /* Whether `t` is a float32, contiguous torch tensor on the caller's device;
  * on success *shape is its shape and *data its data pointer. 0: it is not
  * (no Python error set); -1: a Python error is set. */
@@ -200,6 +226,9 @@ static int usable_tensor(Caller* self, PyObject* t, Shape* shape, void** data) {
   if (index != self->device)
     return 0;
   usable = accessor_is(self, t, kIsContiguous, Py_True);
+  if (usable <= 0)
+    return usable;
+  usable = needs_no_grad(self, t);
   if (usable <= 0)
     return usable;
   PyObject* pointer = read_accessor(self, t, kDataPtr);
@@ -604,16 +633,17 @@ static PyObject* run_keywords(Caller* self, PyObject* keywords) {
 static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"bound_calls",  "function", "names",      "out_names", "plans",      "device",
                              "tensor_type",  "float32",  "raw_stream", "empty",     "empty_like", "torch_device",
-                             "raise_status", "subclass", "reader",     NULL};
+                             "raise_status", "subclass", "reader",     "grad_enabled", NULL};
   PyObject *bound_calls, *function, *names, *out_names, *plans, *tensor_type, *float32, *raw_stream, *empty;
   PyObject *empty_like, *torch_device, *raise_status;
   PyObject* subclass = Py_None;
   PyObject* reader = Py_None;
+  PyObject* grad_enabled = Py_None;
   long device;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OO!O!O!lO!OOOOOO|OO", keywords, &PyTuple_Type, &bound_calls,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OO!O!O!lO!OOOOOO|OOO", keywords, &PyTuple_Type, &bound_calls,
                                    &function, &PyTuple_Type, &names, &PyTuple_Type, &out_names, &PyDict_Type, &plans,
                                    &device, &PyType_Type, &tensor_type, &float32, &raw_stream, &empty, &empty_like,
-                                   &torch_device, &raise_status, &subclass, &reader))
+                                   &torch_device, &raise_status, &subclass, &reader, &grad_enabled))
     return -1;
   if (find_accessors(self, tensor_type, subclass) < 0)
     return -1;
@@ -659,6 +689,7 @@ static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {
   Py_XSETREF(self->empty, Py_NewRef(empty));
   Py_XSETREF(self->empty_like, Py_NewRef(empty_like));
   Py_XSETREF(self->raise_status, Py_NewRef(raise_status));
+  Py_XSETREF(self->grad_enabled, Py_NewRef(grad_enabled));
   PyObject* device_index = PyLong_FromLong(device);
   if (!device_index)
     return -1;
@@ -687,6 +718,7 @@ static int caller_traverse(Caller* self, visitproc visit, void* arg) {
   Py_VISIT(self->empty_kwargs);
   Py_VISIT(self->empty_like);
   Py_VISIT(self->raise_status);
+  Py_VISIT(self->grad_enabled);
   Py_VISIT(self->device_index);
   for (int k = 0; k < kAccessors; ++k)
     Py_VISIT(self->accessors[k]);
@@ -708,6 +740,7 @@ static int caller_clear(Caller* self) {
   Py_CLEAR(self->empty_kwargs);
   Py_CLEAR(self->empty_like);
   Py_CLEAR(self->raise_status);
+  Py_CLEAR(self->grad_enabled);
   Py_CLEAR(self->device_index);
   for (int k = 0; k < kAccessors; ++k)
     Py_CLEAR(self->accessors[k]);

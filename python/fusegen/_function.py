@@ -12,7 +12,9 @@ import collections
 import ctypes
 import importlib.machinery
 import importlib.util
+import inspect
 import os
+import threading
 
 from . import _tensors
 from ._errors import ArgumentError
@@ -180,22 +182,37 @@ class Function(_call_base()):
 
     # ---- the call path ----
 
-    def _python_call(self, out=None, **tensors):
-        """f(**tensors, out=out): runs the fusion; returns the output (or a tuple of
-        outputs in order).
+    def _python_call(self, *args, **tensors):
+        """f(*args, **tensors, out=out): runs the fusion; returns the output (or a
+        tuple of outputs in order).
 
-        Arguments by name; `out={name: tensor}` gives the outputs (required
-        without torch). With torch tensors it runs on torch's current stream.
-        f(...) comes here where the C call path (FunctionBase) did not take the
-        call, which it has then tried already, or where it is not built."""
-        if out is not None and self._out_is_arg:
-            tensors["out"] = out
-            out = None
-        if self._fast_run is None:  # the first call: makes the C path and tries it
+        Arguments in declaration order and/or by name; `out={name: tensor}`
+        gives the outputs (required without torch). With torch tensors it runs
+        on torch's current stream. f(...) comes here where the C call path
+        (FunctionBase) did not take the call (it takes keywords only), or
+        where it is not built."""
+        out = None if self._out_is_arg else tensors.pop("out", None)
+        if args:  # the C path takes keywords only: it has not tried this call yet
+            self._bind_positional(args, tensors)
+            result = (self._fast_run or self._first_fast_run)(tensors, out)
+        elif self._fast_run is None:  # the first call: makes the C path and tries it
             result = self._first_fast_run(tensors, out)
-            if result is not NotImplemented:
-                return result
+        else:
+            result = NotImplemented
+        if result is not NotImplemented:
+            return result
         return self._call(tensors, out, None)
+
+    def _bind_positional(self, args, tensors):
+        """Adds positional `args` to `tensors` by declaration order (as Python binds them)."""
+        if len(args) > self._n_args:
+            raise ArgumentError("fusegen: %s takes %d arguments (%s), but %d were given positionally; "
+                                "outputs go in out={name: tensor}" % (
+                                    self.name, self._n_args, ", ".join(self.argument_names), len(args)))
+        for name, value in zip(self.argument_names, args):
+            if name in tensors:
+                raise ArgumentError("fusegen: %s got argument '%s' both by position and by name" % (self.name, name))
+            tensors[name] = value
 
     def call(self, tensors, out=None, stream=None):
         """Like f(**tensors, out=out), with an explicit `stream` (an int handle or a
@@ -230,7 +247,7 @@ class Function(_call_base()):
         try:
             for name in self.argument_names:
                 t = tensors[name]
-                if have_torch and _tensors.usable_torch(t, device):
+                if have_torch and _tensors.usable_torch(t, device) and not _tensors.needs_grad(t):
                     shapes.append(t.shape)
                     pointers.append(t.data_ptr())
                     use_torch = True
@@ -305,7 +322,7 @@ class Function(_call_base()):
             torch_device=self._torch_device or self._make_torch_device(),
             raise_status=lambda status, lib=self._lib: _raise_status(lib, status),
             subclass=_tensors.Parameter,  # module weights: read as directly as torch.Tensor
-            reader=_load_torch_reader() or None)
+            reader=_load_torch_reader() or None, grad_enabled=_tensors.grad_enabled)
         return self._fast
 
     def _make_torch_device(self):
@@ -347,7 +364,7 @@ class Function(_call_base()):
             results = []
             for name, expected, slot in zip(self.output_names, plan.out_shapes, plan.out_slots):
                 t = out.get(name)
-                if not (_tensors.usable_torch(t, device) and t.shape == expected):
+                if not (_tensors.usable_torch(t, device) and t.shape == expected and not _tensors.needs_grad(t)):
                     break  # the general path below checks again and words the error
                 slot.data = t.data_ptr()
                 results.append(t)
@@ -404,6 +421,16 @@ class Function(_call_base()):
         outs, out_keep = self._tensor_array(self._out_names_b, out_shapes)
         return _Plan(args, outs, key, out_shapes, (keep, out_keep))
 
+    # ---- PyTorch ----
+
+    def torch_op(self, namespace="fusegen", name=None):
+        """This fusion as a torch.library custom op, torch.ops.<namespace>.<name> (name: the
+        fusion's by default), with a fake implementation and its state tensors declared
+        mutable: torch.compile(fullgraph=True), torch.export and CUDA graphs see through it.
+        Call it with the arguments in declaration order: op(x, w, b). See docs/python.md."""
+        from . import _torch_op
+        return _torch_op.register(self, namespace, name)
+
     # ---- without a launch ----
 
     def output_shapes(self, **shapes):
@@ -419,3 +446,49 @@ class Function(_call_base()):
         names = (ctypes.c_char_p * max(1, len(dims)))(*[n.encode() for n in dims])
         values = (ctypes.c_int64 * max(1, len(dims)))(*[int(v) for v in dims.values()])
         check(self._lib, self._lib.fusegen_function_prepare(self._handle, names, values, len(dims)))
+
+
+_documented = {}  # (fusion name, signature text) -> its Function subclass
+_documented_lock = threading.Lock()
+
+
+def _python_signature(f):
+    """The inspect.Signature of calling `f`: its arguments in declaration order
+    (positional or by name, annotated with their spec types), then out=; None
+    where a spec name is not a Python identifier."""
+    def annotation(spec):
+        return "f32[%s]" % ", ".join(str(d) for d in spec.dims)
+    try:
+        params = [inspect.Parameter(s.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation(s))
+                  for s in f.arguments]
+        if not f._out_is_arg:
+            params.append(inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None))
+    except ValueError:
+        return None
+    outputs = ", ".join("%s: %s" % (s.name, annotation(s)) for s in f.outputs)
+    return inspect.Signature(params, return_annotation=outputs if f._n_outs == 1 else "(%s)" % outputs)
+
+
+def _doc(f):
+    kinds = "; ".join("%s: %s%s" % (s.name, s.kind, " (written in place)" if s.kind == "state" else "")
+                      for s in f.arguments)
+    return ("%s\n\nA fusion (fusegen.Function). Call it with its arguments in this order and/or by name; "
+            "out={name: tensor} gives the outputs (else they are allocated). Returns %s.\n\nArguments: %s."
+            % (f.signature, "the output" if f._n_outs == 1 else "a tuple of the outputs in order", kinds))
+
+
+def documented(f):
+    """`f` as an instance of a subclass of Function of its own fusion, whose
+    __signature__ and docstring are the fusion's: what inspect.signature(f)
+    and help(f) show (help documents an instance's class)."""
+    key = (f.name, f.signature)
+    cls = _documented.get(key)
+    if cls is None:
+        with _documented_lock:
+            cls = _documented.get(key)
+            if cls is None:
+                name = f.name if f.name.isidentifier() else "fusion"
+                cls = _documented[key] = type(name, (Function,), {
+                    "__doc__": _doc(f), "__signature__": _python_signature(f), "__module__": "fusegen"})
+    f.__class__ = cls
+    return f

@@ -2,15 +2,44 @@
 
 import ctypes
 import os
+import re
+import sys
 import threading
 
 from . import _library
 from ._errors import ArgumentError
-from ._function import Function
+from ._function import Function, documented
 from ._library import check, text
 
 _STATS = ("calls", "memory_hits", "generations", "compiles", "disk_loads", "disk_writes", "disk_rejects",
           "tunings")
+
+
+def _current_cuda_device():
+    """torch's current CUDA device where torch is loaded and sees one, else 0."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_available():
+            return int(torch.cuda.current_device())
+    except Exception:  # a stand-in or broken torch: the default device
+        pass
+    return 0
+
+
+def device_index(device):
+    """The CUDA device ordinal of `device`: an int >= 0, a string 'cuda' or 'cuda:N', or a
+    torch.device of type cuda ('cuda' without an index: torch's current device)."""
+    if isinstance(device, int) and not isinstance(device, bool):
+        if device >= 0:
+            return device
+    elif isinstance(device, str):
+        match = re.fullmatch(r"\s*cuda(?::(\d+))?\s*", device)
+        if match:
+            return int(match.group(1)) if match.group(1) else _current_cuda_device()
+    elif type(device).__name__ == "device" and getattr(device, "type", None) == "cuda":  # torch.device
+        return device.index if device.index is not None else _current_cuda_device()
+    raise ArgumentError("fusegen: device must be a CUDA device: an int >= 0, 'cuda', 'cuda:N' or a "
+                        "torch.device('cuda', N), not %r" % (device,))
 
 
 class Runtime:
@@ -30,8 +59,7 @@ class Runtime:
                  autotune=None):
         if precision not in _library.PRECISIONS:
             raise ArgumentError("fusegen: precision must be None, 'strict' or 'tf32', not %r" % (precision,))
-        if not isinstance(device, int) or device < 0:
-            raise ArgumentError("fusegen: device must be a device ordinal (an int >= 0), not %r" % (device,))
+        device = device_index(device)
         self._lib = lib = _library.load()
         self.device = device
         self.precision = precision
@@ -129,7 +157,7 @@ class Program:
                 self.name, name, ", ".join(self.function_names) or "none"))
         handle = ctypes.c_void_p()
         check(self._lib, self._lib.fusegen_program_function(self._handle, name.encode(), ctypes.byref(handle)))
-        return Function(self._lib, handle.value, self, self.runtime)
+        return documented(Function(self._lib, handle.value, self, self.runtime))
 
 
 _defaults = {}
@@ -137,7 +165,9 @@ _defaults_lock = threading.Lock()
 
 
 def default_runtime(device=0):
-    """The runtime fusegen.load uses for `device` (made on first use, default options)."""
+    """The runtime fusegen.load uses for `device` (an int, 'cuda:N' or a torch.device; made on
+    first use, default options)."""
+    device = device_index(device)
     runtime = _defaults.get(device)
     if runtime is None:
         with _defaults_lock:

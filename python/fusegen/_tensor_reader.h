@@ -9,12 +9,13 @@
 #include <stdint.h>
 
 #define FUSEGEN_TENSOR_READER_CAPSULE "fusegen._torchread.reader"
-#define FUSEGEN_TENSOR_READER_VERSION 1
+#define FUSEGEN_TENSOR_READER_VERSION 2
 
 typedef struct {
   int version; /* FUSEGEN_TENSOR_READER_VERSION */
   /* 1: `tensor` is a torch.Tensor or nn.Parameter (exactly those types),
-   * float32, contiguous and on CUDA device `device`, of rank at most
+   * float32, contiguous, not requiring grad while grad mode is on (version
+   * 2), and on CUDA device `device`, of rank at most
    * `capacity`: *data, *rank and sizes[0, rank) are set. 0: anything else
    * (the caller reads it the Python way, which words any error). Never sets
    * a Python error; runs no Python code. */

@@ -19,11 +19,13 @@ empty_like = None    # torch.empty_like, or None where the torch module has none
 raw_stream = None    # device index -> the current stream's handle (int)
 Parameter = None     # torch.nn.Parameter, or None where the torch module has none
 torch_version = None  # torch.__version__, or None where the torch module has none
+grad_enabled = None  # torch.is_grad_enabled (a stand-in torch without it: never)
 
 
 def _bind(torch):
-    global TorchTensor, float32, empty, empty_like, raw_stream, Parameter, torch_version
+    global TorchTensor, float32, empty, empty_like, raw_stream, Parameter, torch_version, grad_enabled
     float32 = torch.float32
+    grad_enabled = getattr(torch, "is_grad_enabled", None) or (lambda: False)
     torch_version = getattr(torch, "__version__", None)
     Parameter = getattr(getattr(torch, "nn", None), "Parameter", None)
     empty = torch.empty
@@ -56,6 +58,19 @@ def require_torch(why):
                                 "pass the outputs with out={name: tensor}" % why) from None
         _bind(torch)
     return TorchTensor
+
+
+def needs_grad(tensor):
+    """Whether autograd would want a graph through `tensor` (a bound torch's tensor): fusegen
+    has no backward, so such a call is refused rather than silently detached."""
+    return getattr(tensor, "requires_grad", False) and grad_enabled()
+
+
+def grad_error(what):
+    return ArgumentError(
+        "fusegen: %s requires grad and grad mode is on, but fusegen fusions have no backward (the "
+        "output would be silently detached); call it under torch.no_grad() or torch.inference_mode(), "
+        "or pass .detach()" % what)
 
 
 def _shape_text(shape):
@@ -155,6 +170,8 @@ def adapt(what, value, device, writable):
         problem = torch_problem(what, value, device)
         if problem:
             raise ArgumentError("fusegen: " + problem)
+        if needs_grad(value):
+            raise grad_error(what)
         return value.shape, value.data_ptr(), True, None
     if hasattr(value, "__cuda_array_interface__"):
         shape, pointer, stream = cuda_array(what, value, writable)

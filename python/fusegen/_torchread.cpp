@@ -6,6 +6,7 @@
 // was not built, _fastcall reads tensors through their Python accessors.
 #include "_tensor_reader.h"
 
+#include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/python_variable.h>
 #if __has_include(<ATen/ops/empty.h>)
 #include <ATen/ops/empty.h>
@@ -23,8 +24,8 @@ int read_tensor(PyObject* tensor, long device, void** data, int64_t* sizes, int 
   try {
     const at::Tensor& t = THPVariable_Unpack(tensor);
     if (!t.defined() || t.scalar_type() != at::kFloat || !t.is_cuda() || t.get_device() != device ||
-        t.dim() > capacity || !t.is_contiguous())
-      return 0;
+        t.dim() > capacity || !t.is_contiguous() || (t.requires_grad() && c10::GradMode::is_enabled()))
+      return 0; // grad: the Python path refuses it (fusions have no backward)
     *data = t.data_ptr();
     const at::IntArrayRef shape = t.sizes();
     for (size_t d = 0; d < shape.size(); ++d)

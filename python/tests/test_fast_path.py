@@ -21,6 +21,7 @@ sys.path.insert(0, sys.argv[2])
 class Tensor:
     """Contiguous float32 'device' memory: host memory, as the fake driver's is."""
     is_cuda = True
+    requires_grad = False
     def __init__(self, shape, dtype=None, device_index=0):
         self.shape = tuple(shape)
         n = 1
@@ -56,6 +57,8 @@ torch.empty = empty
 torch.empty_like = empty_like
 torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: streams[-1] if streams else 0)
 torch.device = lambda kind, index: "%s:%d" % (kind, index)
+grad_mode = [True]
+torch.is_grad_enabled = lambda: grad_mode[0]
 sys.modules["torch"] = torch
 
 import fusegen
@@ -114,13 +117,30 @@ results["out_argument_c_calls"] = g._fast.taken - taken if g._fast else None
 c5 = Tensor((5, 16))
 results["shapes_in_turn"] = [list(f(a=x, b=x).shape) for x in (c5, a, c5, a)]
 results["out_for_another_shape"] = error(a=c5, b=c5, out={"y": out})
-results["base"] = type(f).__mro__[1].__name__
+results["base"] = [c.__name__ for c in type(f).__mro__[:3]]
 results["stats"] = rt.stats()
 results["c_calls"] = f._fast.taken if f._fast else None
 # The stand-in's dtype and shape are instance attributes and its methods Python
 # functions: nothing for the C path to read directly, so it reads by name.
 results["direct_types"] = len(f._fast.direct_types) if f._fast else None
 results["allocated"] = allocated
+# Arguments by position (declaration order), after the counts above.
+taken = f._fast.taken if f._fast else 0
+results["positional"] = [list(f(a, b).shape), list(f(a, b=b).shape), f(a, b, out={"y": out}) is out]
+results["positional_c_calls"] = f._fast.taken - taken if f._fast else None
+def call_error(*args, **kwargs):
+    try:
+        f(*args, **kwargs)
+    except fusegen.ArgumentError as e:
+        return str(e)
+    return "no error"
+results["positional_errors"] = [call_error(a, a=a), call_error(a, b, a)]
+# A tensor that requires grad, in grad mode: refused (no backward), never detached.
+needs_grad = Tensor((4, 16))
+needs_grad.requires_grad = True
+results["grad_refused"] = [error(a=a, b=needs_grad), call_error(a, needs_grad), error(a=a, b=b, out={"y": needs_grad})]
+grad_mode[0] = False  # torch.no_grad(): taken
+results["grad_off"] = list(f(a=a, b=needs_grad).shape)
 print(json.dumps(results))
 '''
 
@@ -148,9 +168,11 @@ class FastPathTest(unittest.TestCase):
         self.assertEqual(by_c.pop("direct_types"), 0)
         self.assertIsNone(by_python.pop("direct_types"))
         # f(...) itself is the C type's call: no Python frame in the common case.
-        self.assertEqual(by_c.pop("base"), "FunctionBase")
-        self.assertEqual(by_python.pop("base"), "_PythonCallBase")
+        self.assertEqual(by_c.pop("base"), ["add", "Function", "FunctionBase"])
+        self.assertEqual(by_python.pop("base"), ["add", "Function", "_PythonCallBase"])
         self.assertEqual(by_c.pop("out_argument_c_calls"), 1)
+        self.assertEqual(by_c.pop("positional_c_calls"), 3)  # positional calls run in C too
+        self.assertIsNone(by_python.pop("positional_c_calls"))
         self.assertIsNone(by_python.pop("out_argument_c_calls"))
         # y has a's shape: C allocates it like a (torch.empty_like), Python with torch.empty.
         self.assertGreater(by_c["allocated"]["empty_like"], 0)
@@ -179,6 +201,16 @@ class FastPathTest(unittest.TestCase):
         self.assertIn("output 'y' has shape [4, 16]; for these arguments it is [5, 16]", r["out_for_another_shape"])
         self.assertEqual(r["stats"]["calls"], 14)  # every good call launched; no bad one did
         self.assertEqual(r["stats"]["compiles"] + r["stats"]["disk_loads"], 3)  # add at N=4 and N=5, twice
+        self.assertEqual(r["positional"], [[4, 16], [4, 16], True])
+        self.assertEqual(r["positional_errors"], [
+            "fusegen: add got argument 'a' both by position and by name",
+            "fusegen: add takes 2 arguments (a, b), but 3 were given positionally; outputs go in out={name: tensor}"])
+        for message in r["grad_refused"]:
+            self.assertIn("requires grad and grad mode is on", message)
+            self.assertIn("torch.no_grad()", message)
+        self.assertIn("argument 'b' of add", r["grad_refused"][0])
+        self.assertIn("output 'y' of add", r["grad_refused"][2])
+        self.assertEqual(r["grad_off"], [4, 16])
 
 
 if __name__ == "__main__":
