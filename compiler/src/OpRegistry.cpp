@@ -287,6 +287,30 @@ std::optional<double> ReferenceContext::get_optional_float(std::string_view p) c
   return as_optional_double(attr_of(attrs, p));
 }
 
+const char* statistic_name(Statistic statistic) {
+  switch (statistic) {
+  case Statistic::None:
+    return "None";
+  case Statistic::Sum:
+    return "Sum";
+  case Statistic::Mean:
+    return "Mean";
+  case Statistic::Max:
+    return "Max";
+  case Statistic::Min:
+    return "Min";
+  case Statistic::LogSumExp:
+    return "LogSumExp";
+  case Statistic::Moments:
+    return "Moments";
+  case Statistic::Softmax:
+    return "Softmax";
+  case Statistic::LogSoftmax:
+    return "LogSoftmax";
+  }
+  return "?";
+}
+
 // Ranges under this many indices run on the calling thread: a thread costs
 // more than the work (the references of small test shapes).
 constexpr int64_t kMinIndicesPerThread = 64;

@@ -91,6 +91,13 @@ def torch_with_cuda():
     return _torch_cuda or None
 
 
+def torch_fp32_strict(torch):
+    """PyTorch's matmuls and convolutions in full fp32 (no TF32), as the strict
+    comparisons need."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
 def has_driver(runtime):
     """Whether `runtime` can open its device here."""
     try:

@@ -35,8 +35,7 @@ def close(test, name, actual, expected, tolerance):
 class ChainsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        support.torch_fp32_strict(torch)
         cls.strict = fusegen.Runtime(precision="strict", cache_dir=support.CACHE_DIR)
         cls.tf32 = fusegen.Runtime(precision="tf32", cache_dir=support.CACHE_DIR)
 

@@ -34,8 +34,7 @@ def clones(args):
 class TorchOpGpuTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        support.torch_fp32_strict(torch)
         cls.runtime = fusegen.Runtime(precision="strict", cache_dir=support.CACHE_DIR)
         cls.functions = {c: cls.runtime.load(support.spec("small", c)).function() for c in CHAINS}
         cls.ops = {c: f.torch_op(namespace="fusegen_gpu_test") for c, f in cls.functions.items()}

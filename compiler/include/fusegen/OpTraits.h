@@ -28,6 +28,10 @@ enum class Statistic : uint8_t {
   LogSoftmax,
 };
 
+// "Sum", "Mean", ..., "LogSoftmax"; "None". The reduction templates name
+// their modes after it (kRowSum, kGenSoftmax).
+const char* statistic_name(Statistic statistic);
+
 // Where a normalization's optional weight and bias are indexed.
 enum class AffineLayout : uint8_t {
   None,

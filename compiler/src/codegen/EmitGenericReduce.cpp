@@ -61,26 +61,10 @@ std::string offset_of(const EmitContext& ctx, const Shape& shape, const std::vec
 // templates/generic_reduce.cu's kAnchor for the node's statistic; none for
 // the normalizations by moments, which run on row_reduce.cu.
 std::optional<std::string> anchor_constant(const Node& node) {
-  switch (plan::traits_of(node).statistic) {
-  case Statistic::Sum:
-    return "kGenSum";
-  case Statistic::Mean:
-    return "kGenMean";
-  case Statistic::Max:
-    return "kGenMax";
-  case Statistic::Min:
-    return "kGenMin";
-  case Statistic::LogSumExp:
-    return "kGenLogSumExp";
-  case Statistic::Softmax:
-    return "kGenSoftmax";
-  case Statistic::LogSoftmax:
-    return "kGenLogSoftmax";
-  case Statistic::Moments:
-  case Statistic::None:
+  const Statistic statistic = plan::traits_of(node).statistic;
+  if (statistic == Statistic::Moments || statistic == Statistic::None)
     return std::nullopt;
-  }
-  return std::nullopt;
+  return std::string("kGen") + statistic_name(statistic);
 }
 
 bool is_softmax(const Node& node) {

@@ -35,29 +35,10 @@ constexpr int64_t kMaxBlocks = 65536;      // grid-stride beyond this
 
 // templates/row_reduce.cu's kAnchor / kFinalOp constant for the node's statistic.
 std::optional<std::string> anchor_constant(const Node& node) {
-  if (plan::is_column_norm(node))
+  const Statistic statistic = plan::traits_of(node).statistic;
+  if (plan::is_column_norm(node) || statistic == Statistic::None)
     return std::nullopt; // batch_norm runs on the column-statistics kernels
-  switch (plan::traits_of(node).statistic) {
-  case Statistic::Sum:
-    return "kRowSum";
-  case Statistic::Mean:
-    return "kRowMean";
-  case Statistic::Max:
-    return "kRowMax";
-  case Statistic::Min:
-    return "kRowMin";
-  case Statistic::LogSumExp:
-    return "kRowLogSumExp";
-  case Statistic::Moments:
-    return "kRowMoments";
-  case Statistic::Softmax:
-    return "kRowSoftmax";
-  case Statistic::LogSoftmax:
-    return "kRowLogSoftmax";
-  case Statistic::None:
-    return std::nullopt;
-  }
-  return std::nullopt;
+  return std::string("kRow") + statistic_name(statistic);
 }
 
 bool is_reduction(const Node& node) { return plan::op_of(node).kind == OpKind::Reduction; }

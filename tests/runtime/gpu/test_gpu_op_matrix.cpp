@@ -243,14 +243,7 @@ TEST_P(GpuOpMatrix, MatchesTheReferenceInterpreter) {
     testing::DeviceResult got = testing::run_on_device(rt, program.function(fusion.name), *concrete, inputs);
     Result<InterpreterResult> want = interpret(fusion, inputs);
     ASSERT_TRUE(want) << want.error();
-    for (const auto& [name, tensor] : want.value().outputs) {
-      testing::Comparison cmp = testing::compare_to_reference(got.outputs.at(name), tensor, 1e-4, 1e-4);
-      EXPECT_EQ(cmp.mismatches, 0u) << "N=" << n << " output " << name << ": " << cmp.summary() << "\n" << c.spec;
-    }
-    for (const auto& [name, tensor] : want.value().state) {
-      testing::Comparison cmp = testing::compare_to_reference(got.state.at(name), tensor, 1e-4, 1e-4);
-      EXPECT_EQ(cmp.mismatches, 0u) << "N=" << n << " state " << name << ": " << cmp.summary() << "\n" << c.spec;
-    }
+    testing::expect_matches_reference(got, want.value(), 1e-4, c.spec + "N=" + std::to_string(n));
   }
 }
 

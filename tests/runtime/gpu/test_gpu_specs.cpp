@@ -120,16 +120,8 @@ TEST_P(GpuSpecs, MatchesTheReferenceInterpreter) {
     testing::DeviceResult got = testing::run_on_device(rt, program.function(fusion.name), *concrete, inputs);
     Result<InterpreterResult> want = interpret(fusion, inputs);
     ASSERT_TRUE(want) << want.error();
-    for (const auto& [name, tensor] : want.value().outputs) {
-      testing::Comparison cmp = testing::compare_to_reference(got.outputs.at(name), tensor, tol, tol);
-      EXPECT_EQ(cmp.mismatches, 0u) << fusion.name << " output " << name << ": " << cmp.summary();
-      RecordProperty("output_" + name, cmp.summary());
-    }
-    for (const auto& [name, tensor] : want.value().state) {
-      testing::Comparison cmp = testing::compare_to_reference(got.state.at(name), tensor, tol, tol);
-      EXPECT_EQ(cmp.mismatches, 0u) << fusion.name << " state " << name << ": " << cmp.summary();
-      RecordProperty("state_" + name, cmp.summary());
-    }
+    for (const auto& [key, summary] : testing::expect_matches_reference(got, want.value(), tol, fusion.name))
+      RecordProperty(key, summary);
   }
   EXPECT_EQ(rt.stats().compiles, loaded->module.fusions.size());
 }

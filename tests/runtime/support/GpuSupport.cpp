@@ -1,5 +1,9 @@
 #include "support/GpuSupport.h"
 
+#include "support/TestSupport.h"
+
+#include <gtest/gtest.h>
+
 #include <limits>
 
 namespace fusegen::testing {
@@ -55,6 +59,22 @@ DeviceResult run_on_device(Runtime& rt, const Function& f, const Fusion& concret
     if (concrete.find_argument(arg.name)->kind == ValueKind::State)
       result.state[arg.name] = download(arg.data, arg.shape);
   return result;
+}
+
+std::map<std::string, std::string> expect_matches_reference(const DeviceResult& got, const InterpreterResult& want,
+                                                            double tol, const std::string& context) {
+  std::map<std::string, std::string> summaries;
+  auto check = [&](const char* kind, const std::map<std::string, std::vector<float>>& device,
+                   const std::map<std::string, HostTensor>& reference) {
+    for (const auto& [name, tensor] : reference) {
+      Comparison cmp = compare_to_reference(device.at(name), tensor, tol, tol);
+      EXPECT_EQ(cmp.mismatches, 0u) << context << " " << kind << " " << name << ": " << cmp.summary();
+      summaries[std::string(kind) + "_" + name] = cmp.summary();
+    }
+  };
+  check("output", got.outputs, want.outputs);
+  check("state", got.state, want.state);
+  return summaries;
 }
 
 } // namespace fusegen::testing

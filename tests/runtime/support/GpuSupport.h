@@ -3,6 +3,7 @@
 #pragma once
 
 #include "fusegen/HostTensor.h"
+#include "fusegen/Interpreter.h"
 #include "fusegen/Runtime.h"
 
 #include <map>
@@ -23,6 +24,12 @@ struct DeviceResult {
 // on `stream`, synchronizes and copies every output and state tensor back.
 DeviceResult run_on_device(Runtime& rt, const Function& f, const Fusion& concrete,
                            const std::map<std::string, HostTensor>& inputs, void* stream = nullptr);
+
+// EXPECTs every output and state tensor of `got` within atol = rtol = `tol`
+// of the reference; failures start with `context`. Returns each tensor's
+// comparison summary by "output_<name>" / "state_<name>" (for RecordProperty).
+std::map<std::string, std::string> expect_matches_reference(const DeviceResult& got, const InterpreterResult& want,
+                                                            double tol, const std::string& context);
 
 } // namespace fusegen::testing
 
