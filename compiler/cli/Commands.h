@@ -3,6 +3,7 @@
 
 #include "fusegen/Diagnostics.h"
 #include "fusegen/IR.h"
+#include "fusegen/Interpreter.h"
 #include "fusegen/Specialize.h"
 
 #include <memory>
@@ -63,5 +64,10 @@ Result<bool> generation_check(const LoadedSpec& spec, const DimBindings& dims);
 
 // Parses "N=128,M=64" (possibly repeated) into bindings.
 Result<DimBindings> parse_dims(const std::vector<std::string>& specs);
+
+// The reference interpreter as the commands run it: on every hardware thread,
+// and, once a run has taken a second, a line on stderr as each op starts
+// (a large batch takes minutes; issue 26).
+InterpreterOptions reference_options(const std::string& command);
 
 } // namespace fusegen::cli

@@ -188,7 +188,7 @@ int run_on_device(const std::string& path, const Fusion& fusion, const Fusion& c
     for (const auto& [name, got] : got_state)
       ok = compare("state", name, got, check.expected->at(name), tol) && ok;
   } else if (check.reference) {
-    Result<InterpreterResult> reference = interpret(fusion, inputs);
+    Result<InterpreterResult> reference = interpret(fusion, inputs, reference_options("run"));
     if (!reference) {
       std::cerr << "fusegen run: error: reference interpreter: " << reference.error() << "\n";
       return kExitSpecError;

@@ -8,6 +8,7 @@
 #include "fusegen/RandomInputs.h"
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -117,7 +118,7 @@ int run_command(const std::vector<std::string>& args) {
     return kExitSpecError;
   }
   std::map<std::string, HostTensor> inputs = make_random_arguments(*concrete, seed);
-  Result<InterpreterResult> result = interpret(*fusion, inputs);
+  Result<InterpreterResult> result = interpret(*fusion, inputs, reference_options("run"));
   if (!result) {
     std::cerr << "fusegen run: error: " << result.error() << "\n";
     return kExitSpecError;
@@ -140,6 +141,18 @@ int run_command(const std::vector<std::string>& args) {
     std::cout << "saved inputs and outputs under " << line.value("save") << "\n";
   }
   return kExitOk;
+}
+
+InterpreterOptions reference_options(const std::string& command) {
+  InterpreterOptions options;
+  const auto start = std::chrono::steady_clock::now();
+  options.on_node = [command, start](size_t index, size_t count, const Node& node) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (seconds >= 1.0)
+      std::cerr << "fusegen " << command << ": reference interpreter: op " << index + 1 << " of " << count << " ("
+                << node.op << ") after " << static_cast<int64_t>(seconds) << " s\n";
+  };
+  return options;
 }
 
 } // namespace fusegen::cli
