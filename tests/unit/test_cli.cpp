@@ -440,6 +440,11 @@ TEST(Cli, GenerateWritesSourceAndHeader) {
   CliResult bad = run_cli({spec, "-o", cu, "--arch", "sm_70"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_TRUE(contains(bad.err, "not supported")) << bad.err;
+  // The name the generated file gives for nvcc is accepted for its target only.
+  EXPECT_EQ(run_cli({spec, "-o", cu, "--arch", "sm_90a"}).exit_code, 0);
+  CliResult wrong = run_cli({spec, "-o", cu, "--arch", "sm_80a"});
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_TRUE(contains(wrong.err, "use --arch sm_80")) << wrong.err;
 }
 
 // What planning or generation refuses is reported at its place in the spec,
