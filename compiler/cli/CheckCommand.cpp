@@ -64,20 +64,25 @@ int check_command(const std::vector<std::string>& args) {
       load_spec(line.value().positional[0], line.value().value("dump-after"), exit_code);
   if (!spec)
     return exit_code;
+  std::vector<std::string> names;
+  for (const auto& [name, value] : dims.value())
+    names.push_back(name);
+  if (!dims_are_known(*spec, names, "check"))
+    return kExitUsage;
   for (const Fusion& fusion : spec->module.fusions) {
     if (dims.value().empty()) {
       print_signature(fusion, fusion);
       continue;
     }
-    // With --dims: the output shapes for those sizes (symbols the fusion lacks are ignored).
+    // With --dims: the output shapes for those sizes (another fusion's dims are left out).
     DimBindings own;
     for (const std::string& s : fusion.symbols())
       if (dims.value().count(s))
         own[s] = dims.value().at(s);
     Status bound = check_bindings(fusion, own);
-    if (!bound) {
+    if (!bound) { // a missing dim: a usage error, as in run and generation
       std::cerr << "fusegen check: error: " << bound.error() << "\n";
-      return kExitSpecError;
+      return kExitUsage;
     }
     Diagnostics diags;
     std::optional<Fusion> concrete = specialize(fusion, own, diags);

@@ -65,6 +65,11 @@ Result<bool> generation_check(const LoadedSpec& spec, const DimBindings& dims);
 // Parses "N=128,M=64" (possibly repeated) into bindings.
 Result<DimBindings> parse_dims(const std::vector<std::string>& specs);
 
+// Every name given with --dims is a dim of some fusion of the spec (a typo is
+// an error in every command, as in run); prints the error for `command`
+// ("" for generation, which has no command word).
+bool dims_are_known(const LoadedSpec& spec, const std::vector<std::string>& names, const std::string& command);
+
 // The reference interpreter as the commands run it: on every hardware thread,
 // and, once a run has taken a second, a line on stderr as each op starts
 // (a large batch takes minutes; issue 26).

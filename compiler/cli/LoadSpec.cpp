@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 namespace fusegen::cli {
@@ -95,6 +96,25 @@ std::optional<Fusion> specialize_for(const LoadedSpec& spec, const Fusion& fusio
   if (!concrete)
     exit_code = kExitSpecError;
   return concrete;
+}
+
+bool dims_are_known(const LoadedSpec& spec, const std::vector<std::string>& names, const std::string& command) {
+  std::set<std::string> known;
+  for (const Fusion& fusion : spec.module.fusions)
+    for (const std::string& symbol : fusion.symbols())
+      known.insert(symbol);
+  for (const std::string& name : names) {
+    if (known.count(name))
+      continue;
+    std::string dims;
+    for (const std::string& symbol : known)
+      dims += (dims.empty() ? "" : ", ") + symbol;
+    std::cerr << "fusegen" << (command.empty() ? "" : " " + command) << ": error: --dims " << name
+              << ": the spec has no dim named " << name
+              << (dims.empty() ? " (it has no symbolic dims)" : " (its dims: " + dims + ")") << "\n";
+    return false;
+  }
+  return true;
 }
 
 Result<DimBindings> parse_dims(const std::vector<std::string>& specs) {

@@ -54,6 +54,12 @@ int warmup_command(const std::vector<std::string>& args) {
   std::unique_ptr<LoadedSpec> spec = load_spec(line.positional[0], "", exit_code);
   if (!spec)
     return exit_code;
+  std::vector<std::string> dim_names;
+  for (const DimBindings& binding : bindings.value())
+    for (const auto& [name, value] : binding)
+      dim_names.push_back(name);
+  if (!dims_are_known(*spec, dim_names, "warmup"))
+    return kExitUsage;
 
   WarmupOptions options;
   options.arch = arch.value();

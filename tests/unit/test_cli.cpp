@@ -447,6 +447,32 @@ TEST(Cli, GenerateWritesSourceAndHeader) {
   EXPECT_TRUE(contains(wrong.err, "use --arch sm_80")) << wrong.err;
 }
 
+// A --dims name the spec lacks is a usage error in every command, as a
+// missing dim is (issue 26: check, plan, warm-up and generation ignored it).
+TEST(Cli, DimsNamesMustBeTheSpecsInEveryCommand) {
+  TempDir dir;
+  std::string spec = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg";
+  std::string cu = (dir.path() / "k.cu").string();
+  const std::vector<std::vector<std::string>> commands = {{"check", spec, "--dims", "n=128"},
+                                                          {"plan", spec, "--dims", "n=128"},
+                                                          {"warmup", spec, "--dims", "n=128"},
+                                                          {spec, "-o", cu, "--dims", "n=128"},
+                                                          {"run", spec, "--dims", "n=128", "--reference"}};
+  for (const std::vector<std::string>& command : commands) {
+    CliResult r = run_cli(command);
+    EXPECT_EQ(r.exit_code, 2) << command[0] << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "no dim named n")) << command[0] << ": " << r.err;
+  }
+  // A spec with two dims given one: the same exit code from check as from run.
+  std::string two = (dir.path() / "two.fg").string();
+  std::ofstream(two) << "fusion f {\n  input x : f32[N, M]\n  output y = relu(x)\n}\n";
+  CliResult check = run_cli({"check", two, "--dims", "N=4"});
+  CliResult run = run_cli({"run", two, "--dims", "N=4", "--reference"});
+  EXPECT_EQ(check.exit_code, 2) << check.err;
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_TRUE(contains(check.err, "needs a value for dim M")) << check.err;
+}
+
 // What planning or generation refuses is reported at its place in the spec,
 // by generation and by check (issue 23): 33 inputs need more buffers than a
 // generated kernel takes.
