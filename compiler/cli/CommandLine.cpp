@@ -67,7 +67,7 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args,
     } else if (i + 1 < args.size()) {
       value = args[++i];
     } else {
-      return Error{"option --" + name + " needs a value"};
+      return Error{"option " + arg + " needs a value"}; // as spelled: -o or --dims
     }
     std::vector<std::string>& slot = line.values[name];
     if (!slot.empty() && !spec->repeatable)

@@ -8,11 +8,17 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: fusegen <command> [options]
-       fusegen SPEC -o kernels.cu [-H kernels.h] [options]
+// Each command's help, shown by `fusegen COMMAND --help` and, all together,
+// by `fusegen --help`.
+struct CommandHelp {
+  const char* name;
+  const char* section; // the heading it is listed under in the full help
+  const char* text;
+};
 
-Generate CUDA (no GPU needed):
-  fusegen SPEC -o kernels.cu [-H kernels.h] [--dims N=1024] [--arch sm_90]
+constexpr CommandHelp kCommands[] = {
+    {"generate",
+     "Generate CUDA (no GPU needed):", R"(  fusegen SPEC -o kernels.cu [-H kernels.h] [--dims N=1024] [--arch sm_90]
          [--precision strict|tf32] [--gemm-block 128x64] [--emit=ir|plan|cuda]
       One self-contained .cu with every fusion of SPEC: extern "C" kernels
       and host launchers fusegen_<fusion>_launch(...) (define
@@ -21,18 +27,20 @@ Generate CUDA (no GPU needed):
       in; without it symbolic dims are runtime arguments. --gemm-block forces
       every GEMM kernel's block (128x256, 128x128, 128x64 or 64x64) instead of the
       heuristic's, with :2, :4 or :8 a split-K over that many blocks (sm_90
-      clusters; e.g. 64x64:8). Code for --arch sm_90 may use clusters: compile
-      it for sm_90 or later. --emit stops early.
-
-Commands:
-  check SPEC [--dims N=128] [--dump-after=PASS|all]
+      clusters; e.g. 64x64:8). --arch defaults to sm_90, whose code uses
+      sm_90a features (wgmma, clusters): compile it with nvcc -arch=sm_90a, as
+      the file's first lines say. --emit stops early.
+)"},
+    {"check", "Commands:", R"(  check SPEC [--dims N=128] [--dump-after=PASS|all]
       Parse and verify a spec; print each fusion's signature, inferred output
       shapes and fingerprint. Also plans and generates (no compiler run):
       what generation refuses is an error with --dims, a warning without.
-  run SPEC [--fusion NAME] --dims N=128[,M=64] [--seed S] [--reference] [--save DIR]
+)"},
+    {"run", "Commands:", R"(  run SPEC [--fusion NAME] --dims N=128[,M=64] [--seed S] [--reference] [--save DIR]
       Run a fusion on random inputs with the CPU reference interpreter
-      (float64) and print each output's shape, checksum and first values.
-      --save DIR writes inputs (float32) and outputs (float64) as .npy files.
+      (float64, on every hardware thread) and print each output's shape,
+      checksum and first values. --save DIR writes inputs (float32) and
+      outputs (float64) as .npy files.
   run SPEC --device [--fusion NAME] --dims N=128 [--seed S] [--compare]
          [--precision strict|tf32] [--cache-dir D]
       Run a fusion on GPU 0 through the JIT runtime with the same random
@@ -41,48 +49,96 @@ Commands:
       1e-2 tf32) and exits 1 on a mismatch. --inputs DIR loads the tensors
       from DIR/<name>.npy; --expect DIR compares with DIR/<name>.npy instead
       of the reference.
-
-  plan SPEC [--fusion NAME] [--dims N=1024]
+)"},
+    {"plan", "Commands:", R"(  plan SPEC [--fusion NAME] [--dims N=1024]
       Print the fusion plan: kernels, the ops each holds, the buffers between
       them and their sizes, and why ops were or were not fused.
-
-JIT kernel cache (no GPU needed):
-  warmup SPEC --dims N=128,1024 [--arch sm_90] [--precision strict|tf32]
+)"},
+    {"warmup",
+     "JIT kernel cache (no GPU needed):", R"(  warmup SPEC --dims N=128,1024 [--arch sm_90] [--precision strict|tf32]
          [--jobs 4] [--cache-dir D]
       Compile every fusion of SPEC for each binding (N=128,1024 is two
       values of N; several dims give every combination) into the disk cache,
       so JIT calls at those shapes on an sm_90 GPU compile nothing.
-  cache stats|verify|clear [--cache-dir D]
+)"},
+    {"cache", "JIT kernel cache (no GPU needed):", R"(  cache stats|verify|clear [--cache-dir D]
       Summarize, check (every entry's checksum and key) or empty the cache.
       The directory is --cache-dir, $FUSEGEN_CACHE_DIR, $XDG_CACHE_HOME/fusegen
       or ~/.cache/fusegen; FUSEGEN_CACHE=0 turns the cache off for runs.
+)"},
+};
 
+constexpr const char* kHeader = R"(usage: fusegen <command> [options]
+       fusegen SPEC -o kernels.cu [-H kernels.h] [options]
+)";
+
+constexpr const char* kFooter = R"(
 Options:
-  --help       show this help
+  --help       show this help (COMMAND --help: that command's)
   --version    show the version
 
 Exit codes: 0 success, 1 errors in the spec or a failed run, 2 bad command
 line or unreadable file.
 )";
 
+std::string full_usage() {
+  std::string text = kHeader;
+  const char* section = "";
+  for (const CommandHelp& command : kCommands) {
+    if (std::string(section) != command.section) {
+      section = command.section;
+      text += std::string("\n") + section + "\n";
+    }
+    text += command.text;
+  }
+  return text + kFooter;
+}
+
+bool asks_for_help(const std::vector<std::string>& args) {
+  return std::find(args.begin(), args.end(), "--help") != args.end() ||
+         std::find(args.begin(), args.end(), "-h") != args.end();
+}
+
+// `fusegen COMMAND --help`: that command's part of the help.
+int command_help(const std::string& name) {
+  for (const CommandHelp& command : kCommands)
+    if (name == command.name) {
+      // Its usage lines as typed: "fusegen check SPEC ..." (the full help
+      // lists them under "fusegen").
+      std::string text = std::string("\n") + command.text;
+      const std::string line_start = std::string("\n  ") + command.name + " ";
+      for (size_t at = text.find(line_start); at != std::string::npos; at = text.find(line_start, at + 1))
+        text.insert(at + 3, "fusegen ");
+      std::cout << "usage:" << text << kFooter;
+      return fusegen::cli::kExitOk;
+    }
+  std::cerr << "fusegen: error: unknown command '" << name << "' (see fusegen --help)\n";
+  return fusegen::cli::kExitUsage;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    std::cerr << kUsage;
+    std::cerr << full_usage();
     return fusegen::cli::kExitUsage;
   }
   const std::string command = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (command == "--help" || command == "-h" || command == "help") {
-    std::cout << kUsage;
+    if (command == "help" && !rest.empty())
+      return command_help(rest[0]);
+    std::cout << full_usage();
     return fusegen::cli::kExitOk;
   }
   if (command == "--version") {
     std::cout << "fusegen " << FUSEGEN_VERSION << "\n";
     return fusegen::cli::kExitOk;
   }
+  if (asks_for_help(rest))
+    return command_help(command.find('.') != std::string::npos || command.find('/') != std::string::npos ? "generate"
+                                                                                                         : command);
   if (command == "check")
     return fusegen::cli::check_command(rest);
   if (command == "run") {

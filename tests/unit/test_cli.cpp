@@ -114,6 +114,37 @@ TEST(Cli, HelpListsTheCommands) {
   }
 }
 
+// Every command answers --help with its own usage (issue 26: "unknown option
+// '--help'"), and `fusegen help COMMAND` says the same.
+TEST(Cli, EveryCommandHasItsOwnHelp) {
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"check", "--help"}, "fusegen check SPEC"},  {{"run", "-h"}, "fusegen run SPEC --device"},
+      {{"plan", "--help"}, "fusegen plan SPEC"},    {{"warmup", "--help"}, "fusegen warmup SPEC --dims"},
+      {{"cache", "--help"}, "fusegen cache stats"}, {{"spec.fg", "-o", "x.cu", "--help"}, "fusegen SPEC -o"},
+      {{"help", "check"}, "fusegen check SPEC"},
+  };
+  for (const auto& [args, usage] : cases) {
+    CliResult r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    EXPECT_TRUE(contains(r.out, usage)) << args[0] << ": " << r.out;
+    EXPECT_EQ(r.err, "");
+  }
+  CliResult unknown = run_cli({"help", "frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_TRUE(contains(unknown.err, "unknown command 'frobnicate'")) << unknown.err;
+}
+
+// An option without its value is named as it was typed.
+TEST(Cli, MissingOptionValueNamesTheOptionAsTyped) {
+  std::string spec = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg";
+  CliResult o = run_cli({spec, "-o"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_TRUE(contains(o.err, "option -o needs a value")) << o.err;
+  CliResult dims = run_cli({"check", spec, "--dims"});
+  EXPECT_EQ(dims.exit_code, 2);
+  EXPECT_TRUE(contains(dims.err, "option --dims needs a value")) << dims.err;
+}
+
 TEST(Cli, Version) {
   CliResult r = run_cli({"--version"});
   EXPECT_EQ(r.exit_code, 0);
