@@ -6,9 +6,11 @@
 #include "fusegen/Interpreter.h"
 #include "fusegen/Specialize.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fusegen::cli {
@@ -69,6 +71,17 @@ Result<DimBindings> parse_dims(const std::vector<std::string>& specs);
 // an error in every command, as in run); prints the error for `command`
 // ("" for generation, which has no command word).
 bool dims_are_known(const LoadedSpec& spec, const std::vector<std::string>& names, const std::string& command);
+
+// A specialized value's shape as numbers.
+std::vector<int64_t> concrete_shape(const Value& value);
+
+// Reads DIR/<name>.npy for each of `values` (name and concrete shape); the
+// error names the file, or the expected and actual shapes.
+Result<std::map<std::string, HostTensor>> load_tensors(const std::string& dir,
+                                                       const std::vector<std::pair<std::string, const Value*>>& values);
+
+// --inputs DIR: every argument of the specialized fusion from DIR/<name>.npy.
+Result<std::map<std::string, HostTensor>> load_arguments(const std::string& dir, const Fusion& concrete);
 
 // The reference interpreter as the commands run it: on every hardware thread,
 // and, once a run has taken a second, a line on stderr as each op starts

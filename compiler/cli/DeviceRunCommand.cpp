@@ -96,32 +96,6 @@ std::vector<float> to_floats(const HostTensor& tensor) {
   return out;
 }
 
-std::vector<int64_t> concrete_shape(const Value& value) {
-  std::vector<int64_t> shape;
-  for (const Dim& d : value.type.shape)
-    shape.push_back(d.value());
-  return shape;
-}
-
-// Reads DIR/<name>.npy for each of `values` (name and concrete shape); the
-// error names the file, or the expected and actual shapes.
-Result<std::map<std::string, HostTensor>> load_tensors(const std::string& dir,
-                                                       const std::vector<std::pair<std::string, const Value*>>& values) {
-  std::map<std::string, HostTensor> tensors;
-  for (const auto& [name, value] : values) {
-    const std::string file = dir + "/" + name + ".npy";
-    const std::vector<int64_t> shape = concrete_shape(*value);
-    Result<HostTensor> tensor = read_npy(file, npy_max_bytes(shape));
-    if (!tensor)
-      return Error{tensor.error()};
-    if (tensor.value().shape != shape)
-      return Error{file + ": shape " + shape_str(tensor.value().shape) + ", but " + name + " is f32" +
-                   shape_str(shape)};
-    tensors[name] = std::move(tensor.value());
-  }
-  return tensors;
-}
-
 // What the run checks against: nothing, the reference interpreter (--compare)
 // or tensors read from files (--expect).
 struct Check {
@@ -292,10 +266,7 @@ int device_run_command(const std::vector<std::string>& args) {
   check.reference = line.has("compare");
   try {
     if (line.has("inputs")) {
-      std::vector<std::pair<std::string, const Value*>> arguments;
-      for (ValueId id : concrete->arguments)
-        arguments.emplace_back(concrete->value(id).name, &concrete->value(id));
-      Result<std::map<std::string, HostTensor>> loaded = load_tensors(line.value("inputs"), arguments);
+      Result<std::map<std::string, HostTensor>> loaded = load_arguments(line.value("inputs"), *concrete);
       if (!loaded) {
         std::cerr << "fusegen run: error: --inputs: " << loaded.error() << "\n";
         return kExitUsage;

@@ -1,6 +1,7 @@
 #include "Commands.h"
 
 #include "fusegen/Frontend.h"
+#include "fusegen/Npy.h"
 #include "fusegen/Passes.h"
 
 #include <charconv>
@@ -96,6 +97,39 @@ std::optional<Fusion> specialize_for(const LoadedSpec& spec, const Fusion& fusio
   if (!concrete)
     exit_code = kExitSpecError;
   return concrete;
+}
+
+std::vector<int64_t> concrete_shape(const Value& value) {
+  std::vector<int64_t> shape;
+  for (const Dim& d : value.type.shape)
+    shape.push_back(d.value());
+  return shape;
+}
+
+// Reads DIR/<name>.npy for each of `values` (name and concrete shape); the
+// error names the file, or the expected and actual shapes.
+Result<std::map<std::string, HostTensor>>
+load_tensors(const std::string& dir, const std::vector<std::pair<std::string, const Value*>>& values) {
+  std::map<std::string, HostTensor> tensors;
+  for (const auto& [name, value] : values) {
+    const std::string file = dir + "/" + name + ".npy";
+    const std::vector<int64_t> shape = concrete_shape(*value);
+    Result<HostTensor> tensor = read_npy(file, npy_max_bytes(shape));
+    if (!tensor)
+      return Error{tensor.error()};
+    if (tensor.value().shape != shape)
+      return Error{file + ": shape " + shape_str(tensor.value().shape) + ", but " + name + " is f32" +
+                   shape_str(shape)};
+    tensors[name] = std::move(tensor.value());
+  }
+  return tensors;
+}
+
+Result<std::map<std::string, HostTensor>> load_arguments(const std::string& dir, const Fusion& concrete) {
+  std::vector<std::pair<std::string, const Value*>> arguments;
+  for (ValueId id : concrete.arguments)
+    arguments.emplace_back(concrete.value(id).name, &concrete.value(id));
+  return load_tensors(dir, arguments);
 }
 
 bool dims_are_known(const LoadedSpec& spec, const std::vector<std::string>& names, const std::string& command) {

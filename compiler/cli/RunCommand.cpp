@@ -1,5 +1,6 @@
-// `fusegen run SPEC --fusion NAME --dims N=128 [--seed S] --reference [--save DIR]`:
-// random inputs, the reference interpreter, and a summary of each output.
+// `fusegen run SPEC --fusion NAME --dims N=128 [--seed S | --inputs DIR] --reference [--save DIR]`:
+// random inputs (or DIR/<name>.npy), the reference interpreter, and a summary
+// of each output.
 #include "CommandLine.h"
 #include "Commands.h"
 
@@ -63,6 +64,7 @@ int run_command(const std::vector<std::string>& args) {
                                                          {"seed", true, false},
                                                          {"reference", false, false},
                                                          {"save", true, false},
+                                                         {"inputs", true, false},
                                                          {"dump-after", true, false}});
   if (!parsed) {
     std::cerr << "fusegen run: error: " << parsed.error() << "\n";
@@ -117,13 +119,25 @@ int run_command(const std::vector<std::string>& args) {
     std::cerr << "fusegen run: error: " << size.error() << "\n";
     return kExitSpecError;
   }
-  std::map<std::string, HostTensor> inputs = make_random_arguments(*concrete, seed);
+  std::map<std::string, HostTensor> inputs;
+  std::string inputs_label = "seed " + std::to_string(seed);
+  if (line.has("inputs")) {
+    Result<std::map<std::string, HostTensor>> loaded = load_arguments(line.value("inputs"), *concrete);
+    if (!loaded) {
+      std::cerr << "fusegen run: error: --inputs: " << loaded.error() << "\n";
+      return kExitUsage;
+    }
+    inputs = std::move(loaded.value());
+    inputs_label = "inputs " + line.value("inputs");
+  } else {
+    inputs = make_random_arguments(*concrete, seed);
+  }
   Result<InterpreterResult> result = interpret(*fusion, inputs, reference_options("run"));
   if (!result) {
     std::cerr << "fusegen run: error: " << result.error() << "\n";
     return kExitSpecError;
   }
-  std::cout << "fusion " << fusion->name << " on the reference interpreter (float64), seed " << seed << "\n";
+  std::cout << "fusion " << fusion->name << " on the reference interpreter (float64), " << inputs_label << "\n";
   for (ValueId id : concrete->arguments) {
     const Value& arg = concrete->value(id);
     std::cout << "  " << value_kind_name(arg.kind) << " " << arg.name << ": f32" << shape_str(arg.type.shape)

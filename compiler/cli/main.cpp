@@ -36,11 +36,12 @@ constexpr CommandHelp kCommands[] = {
       shapes and fingerprint. Also plans and generates (no compiler run):
       what generation refuses is an error with --dims, a warning without.
 )"},
-    {"run", "Commands:", R"(  run SPEC [--fusion NAME] --dims N=128[,M=64] [--seed S] [--reference] [--save DIR]
-      Run a fusion on random inputs with the CPU reference interpreter
-      (float64, on every hardware thread) and print each output's shape,
-      checksum and first values. --save DIR writes inputs (float32) and
-      outputs (float64) as .npy files.
+    {"run", "Commands:", R"(  run SPEC [--fusion NAME] --dims N=128[,M=64] [--seed S | --inputs DIR] [--reference]
+         [--save DIR]
+      Run a fusion on random inputs (or DIR/<name>.npy) with the CPU
+      reference interpreter (float64, on every hardware thread) and print
+      each output's shape, checksum and first values. --save DIR writes
+      inputs (float32) and outputs (float64) as .npy files.
   run SPEC --device [--fusion NAME] --dims N=128 [--seed S] [--compare]
          [--precision strict|tf32] [--cache-dir D]
       Run a fusion on GPU 0 through the JIT runtime with the same random

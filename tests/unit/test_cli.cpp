@@ -134,6 +134,27 @@ TEST(Cli, EveryCommandHasItsOwnHelp) {
   EXPECT_TRUE(contains(unknown.err, "unknown command 'frobnicate'")) << unknown.err;
 }
 
+// run --reference on given tensors (issue 26: it refused --inputs): the
+// inputs --save wrote give the same outputs.
+TEST(Cli, ReferenceRunsOnGivenInputs) {
+  TempDir dir;
+  std::string spec = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/small/75_gemm_groupnorm_min_biasadd.fg";
+  std::string saved = (dir.path() / "saved").string();
+  CliResult first = run_cli({"run", spec, "--dims", "N=3", "--seed", "5", "--reference", "--save", saved});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  CliResult again = run_cli({"run", spec, "--dims", "N=3", "--reference", "--inputs", saved + "/inputs"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(contains(again.out, "inputs " + saved + "/inputs")) << again.out;
+  auto outputs = [](const std::string& text) {
+    size_t at = text.find("output y");
+    return at == std::string::npos ? text : text.substr(at, text.find('\n', at) - at);
+  };
+  EXPECT_EQ(outputs(again.out), outputs(first.out));
+  CliResult wrong = run_cli({"run", spec, "--dims", "N=4", "--reference", "--inputs", saved + "/inputs"});
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_TRUE(contains(wrong.err, "--inputs:")) << wrong.err;
+}
+
 // An option without its value is named as it was typed.
 TEST(Cli, MissingOptionValueNamesTheOptionAsTyped) {
   std::string spec = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg";
