@@ -8,6 +8,6 @@ build=${FUSEGEN_BUILD_DIR:-$root/build}
 FUSEGEN_BUILD_TARGETS=fusegen "$root/scripts/build.sh"
 spec=$root/specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg
 echo "+ fusegen check $spec"
-"$build/compiler/fusegen" check "$spec"
+"$build/cli/fusegen" check "$spec"
 echo "+ fusegen run $spec --dims N=128 --reference"
-"$build/compiler/fusegen" run "$spec" --dims N=128 --reference
+"$build/cli/fusegen" run "$spec" --dims N=128 --reference

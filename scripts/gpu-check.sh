@@ -47,7 +47,7 @@ echo "== build ($build, -j$jobs)"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEGEN_WERROR=ON ${FUSEGEN_CMAKE_ARGS:-} >/dev/null || exit 1
 # Only what the check runs, so that unrelated work in progress cannot stop it.
 cmake --build "$build" -j "$jobs" --target fusegen fusegen_runtime_tests fusegen_runtime_gpu_tests || exit 1
-fusegen=$build/compiler/fusegen
+fusegen=$build/cli/fusegen
 cpu_tests=$build/tests/runtime/fusegen_runtime_tests
 gpu_tests=$build/tests/runtime/fusegen_runtime_gpu_tests
 [[ -x $fusegen && -x $gpu_tests ]] || { echo "gpu-check: error: the runtime was not built (no CUDA toolkit?)" >&2; exit 1; }

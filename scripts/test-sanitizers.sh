@@ -129,7 +129,7 @@ fuzz fusegen_fuzz_cache_entry "$entry_corpus" "${FUSEGEN_FUZZ_ENTRY_SECONDS:-30}
 # seeds start after the normal build's ctest slice (0:150). NVRTC runs
 # uninstrumented inside the instrumented process, with no report (checked on
 # 60 seeds); FUSEGEN_PROPERTY_NVRTC=0 leaves that step out.
-property_args=(--binary "$build/compiler/fusegen" --seeds "${FUSEGEN_PROPERTY_SEEDS:-150:1000000}"
+property_args=(--binary "$build/cli/fusegen" --seeds "${FUSEGEN_PROPERTY_SEEDS:-150:1000000}"
   --time-budget "${FUSEGEN_PROPERTY_SECONDS:-120}" --jobs "$jobs" --timeout 300 --keep "$build/property-failures")
 if [[ ${FUSEGEN_PROPERTY_NVRTC:-1} == 0 ]]; then
   property_args+=(--no-nvrtc)

@@ -11,7 +11,7 @@
 #
 # usage: scripts/warmup-cache.sh MANIFEST [--arch sm_90] [--precision strict|tf32]
 #                                [--cache-dir D] [--jobs N]
-# The fusegen binary is $FUSEGEN, else build/compiler/fusegen, else fusegen on
+# The fusegen binary is $FUSEGEN, else build/cli/fusegen, else fusegen on
 # PATH. Exits non-zero if any line fails (after running all of them).
 set -euo pipefail
 
@@ -28,7 +28,7 @@ shift
 root=$(cd "$(dirname "$0")/.." && pwd)
 fusegen=${FUSEGEN:-}
 if [[ -z $fusegen ]]; then
-  if [[ -x $root/build/compiler/fusegen ]]; then fusegen=$root/build/compiler/fusegen
+  if [[ -x $root/build/cli/fusegen ]]; then fusegen=$root/build/cli/fusegen
   else fusegen=$(command -v fusegen || true); fi
 fi
 [[ -n $fusegen && -x $fusegen ]] || { echo "warmup-cache: error: no fusegen binary (set FUSEGEN)" >&2; exit 2; }

@@ -20,7 +20,7 @@
 // flipped byte is an error, never a crash.
 #pragma once
 
-#include "LaunchPlan.h"
+#include "fusegen/LaunchPlan.h"
 
 #include "fusegen/Result.h"
 

@@ -1,12 +1,13 @@
-// One fusion specialized at concrete dims, planned and generated as CUDA for
-// one target: the source NVRTC compiles and the launch plan that runs it.
+// One fusion lowered for the JIT (fusegen/Lower.h: specialized at concrete
+// dims, planned and generated as CUDA for one target), with lowering's
+// refusals as RuntimeErrors: the source NVRTC compiles and the launch plan
+// that runs it.
 #pragma once
-
-#include "LaunchPlan.h"
 
 #include "fusegen/Codegen.h"
 #include "fusegen/Diagnostics.h"
 #include "fusegen/IR.h"
+#include "fusegen/LaunchPlan.h"
 #include "fusegen/Specialize.h"
 
 #include <optional>

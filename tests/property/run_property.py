@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import specgen  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_BINARY = os.path.join(HERE, "..", "..", "build", "compiler", "fusegen")
+DEFAULT_BINARY = os.path.join(HERE, "..", "..", "build", "cli", "fusegen")
 
 
 class Failure(Exception):
@@ -153,7 +153,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", default=os.environ.get("FUSEGEN_BINARY", DEFAULT_BINARY),
-                        help="the fusegen CLI (default: build/compiler/fusegen)")
+                        help="the fusegen CLI (default: build/cli/fusegen)")
     parser.add_argument("--seeds", type=parse_seeds, default=parse_seeds("0:100"), help="A:B, B exclusive")
     parser.add_argument("--time-budget", type=float, default=0,
                         help="start no new seed after this many seconds (0: no limit)")

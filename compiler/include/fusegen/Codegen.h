@@ -1,11 +1,13 @@
 // CUDA code generation: plans -> one self-contained .cu (kernels, device
-// helpers, host launchers) plus a header, and the launch metadata the JIT
-// runtime needs (kernel names, grids, blocks, shared memory, workspace
-// layout). Deterministic: the same plans and options give identical bytes.
+// helpers, host launchers) plus a header, and each fusion's launch plan
+// (LaunchPlan.h), from which the host launcher is printed and which the JIT
+// runtime evaluates. Deterministic: the same plans and options give identical bytes.
 #pragma once
 
+#include "fusegen/LaunchPlan.h"
 #include "fusegen/Plan.h"
 #include "fusegen/Result.h"
+#include "fusegen/SizeExpr.h"
 
 #include <array>
 #include <cstdint>
@@ -46,13 +48,6 @@ struct CodegenOptions {
   std::optional<GemmBlock> gemm_block;
 };
 
-// A size known as a number (specialized dims) and/or as a C expression over
-// the launcher's dim parameters.
-struct SizeExpr {
-  std::string c;               // e.g. "((N + 63) / 64)"
-  std::optional<int64_t> value; // when every dim involved is constant
-};
-
 // A buffer filled with a constant before a kernel runs (e.g. +inf before a
 // row minimum accumulated with atomics).
 struct BufferFill {
@@ -87,6 +82,9 @@ struct GeneratedFusion {
   std::vector<KernelLaunch> kernels;     // in launch order
   std::vector<WorkspaceSlot> workspace;
   SizeExpr workspace_bytes;
+  // The launch sequence (buffers, fills, kernels, workspace, output copies)
+  // with sizes over the dims: the host launcher is printed from it.
+  SymbolicLaunchPlan launch;
 };
 
 struct GeneratedCode {

@@ -1,15 +1,16 @@
 // The code generation driver: per fusion, one template instance per planned
-// kernel (wrapped in its own namespace), then host launchers and a header.
+// kernel (wrapped in its own namespace), then per fusion its launch plan and
+// the host launcher printed from it, and a header.
 #include "fusegen/Codegen.h"
 #include "fusegen/Target.h"
 
+#include "codegen/BuildLaunchPlan.h"
 #include "codegen/CodeWriter.h"
 #include "codegen/Emitters.h"
+#include "codegen/HostLauncher.h"
 #include "fusegen/Planner.h"
 #include "fusegen/TemplateText.h"
 
-#include <bit>
-#include <cassert>
 #include <set>
 #include <sstream>
 
@@ -100,29 +101,6 @@ void layout_workspace(const Plan& plan, const EmitContext& ctx, const std::set<B
   out.workspace_bytes = offset;
 }
 
-// Outputs that no kernel writes: a copy of another output, of an argument
-// or of an intermediate (`output y = h` and `output z = h`; `output y = x`).
-// The launcher copies them after the kernels, as the runtime's launch plan
-// does (runtime/src/LaunchPlan.cpp, OutputCopy).
-std::vector<const FusionOutput*> copied_outputs(const Plan& plan) {
-  std::vector<const FusionOutput*> copied;
-  for (const FusionOutput& output : plan.fusion.outputs) {
-    BufferId held = plan.buffer_of(output.value);
-    if (held == kNoId || plan.buffer(held).role != PlanBuffer::Role::Output || plan.buffer(held).name != output.name)
-      copied.push_back(&output);
-  }
-  return copied;
-}
-
-// Elements of `shape` in the host launcher, over its dim parameters:
-// "1 * N * 8LL".
-std::string host_element_count(const Shape& shape) {
-  std::string count = "1";
-  for (const Dim& d : shape)
-    count += " * " + (d.is_constant() ? std::to_string(d.value()) + "LL" : d.name());
-  return count;
-}
-
 // Where a kernel's refusal points in the spec: its anchor op, else its first
 // op, else the fusion.
 SourceLoc kernel_loc(const Plan& plan, size_t k) {
@@ -131,95 +109,6 @@ SourceLoc kernel_loc(const Plan& plan, size_t k) {
   if (node == kNoId && !step.nodes().empty())
     node = step.nodes().front();
   return node != kNoId ? plan.fusion.node(node).loc : plan.fusion.loc;
-}
-
-std::string launcher_params(const Plan& plan, const GeneratedFusion& fusion) {
-  std::string params;
-  for (const PlanBuffer& buffer : plan.buffers) {
-    if (buffer.role == PlanBuffer::Role::Argument) {
-      bool written = plan.fusion.value(buffer.value).kind == ValueKind::State;
-      params += std::string(written ? "float* " : "const float* ") + buffer.name + ", ";
-    } else if (buffer.role == PlanBuffer::Role::Output) {
-      params += "float* " + buffer.name + ", ";
-    }
-  }
-  for (const FusionOutput* output : copied_outputs(plan))
-    params += "float* " + output->name + ", ";
-  for (const std::string& symbol : fusion.dim_symbols)
-    params += "long long " + symbol + ", ";
-  return params + "void* workspace, cudaStream_t stream";
-}
-
-std::string workspace_params(const GeneratedFusion& fusion) {
-  std::string params;
-  for (const std::string& symbol : fusion.dim_symbols)
-    params += (params.empty() ? "" : ", ") + std::string("long long ") + symbol;
-  return params.empty() ? "void" : params;
-}
-
-void write_launcher(const Plan& plan, const GeneratedFusion& fusion, CodeWriter& w) {
-  const std::string prefix = "fusegen_" + fusion.name;
-  w.line("// Bytes of device memory fusegen_" + fusion.name + "_launch needs as `workspace`.");
-  w.open("extern \"C\" size_t " + prefix + "_workspace_size(" + workspace_params(fusion) + ")");
-  for (const std::string& symbol : fusion.dim_symbols)
-    w.line("(void)" + symbol + ";");
-  w.line("return (size_t)" + fusion.workspace_bytes.c + ";");
-  w.close();
-  w.line();
-  w.open("extern \"C\" cudaError_t " + prefix + "_launch(" + launcher_params(plan, fusion) + ")");
-  w.line("FusegenArgs args = {};");
-  for (size_t i = 0; i < plan.buffers.size(); ++i) {
-    const PlanBuffer& buffer = plan.buffers[i];
-    if (buffer.role == PlanBuffer::Role::Argument || buffer.role == PlanBuffer::Role::Output)
-      w.line("args.buf[" + std::to_string(i) + "] = const_cast<float*>(" + buffer.name + ");");
-  }
-  for (const WorkspaceSlot& slot : fusion.workspace)
-    w.line("args.buf[" + std::to_string(slot.buffer) + "] = reinterpret_cast<float*>(static_cast<char*>(workspace) + " +
-           slot.offset.c + ");");
-  for (size_t i = 0; i < fusion.dim_symbols.size(); ++i)
-    w.line("args.dim[" + std::to_string(i) + "] = " + fusion.dim_symbols[i] + ";");
-  w.line("cudaError_t err = cudaSuccess;");
-  for (const KernelLaunch& kernel : fusion.kernels) {
-    for (const BufferFill& fill : kernel.fills) {
-      std::string count = "0";
-      for (const WorkspaceSlot& slot : fusion.workspace)
-        if (slot.buffer == fill.buffer)
-          count = "(" + slot.bytes.c + " / 4)";
-      if (plan.buffer(fill.buffer).role == PlanBuffer::Role::Output)
-        count = host_element_count(plan.buffer(fill.buffer).shape);
-      // The value travels as its bit pattern: exact for infinities and NaN
-      // (__int_as_float is device-only, so convert on the host).
-      w.open("");
-      w.line("const int bits = " + std::to_string(std::bit_cast<int32_t>(fill.value)) + ";");
-      w.line("float value;");
-      w.line("__builtin_memcpy(&value, &bits, sizeof value);");
-      w.line("fusegen_fill<<<dim3((unsigned)((" + count + " + 255) / 256)), dim3(256), 0, stream>>>(args.buf[" +
-             std::to_string(fill.buffer) + "], value, " + count + ");");
-      w.close();
-    }
-    // C linkage, but C++ lookup still goes through the instance's namespace.
-    const std::string qualified = kernel.name + "_impl::" + kernel.name;
-    if (kernel.shared_bytes > 48 * 1024) {
-      w.line("err = cudaFuncSetAttribute(" + qualified + ", cudaFuncAttributeMaxDynamicSharedMemorySize, " +
-             std::to_string(kernel.shared_bytes) + ");");
-      w.line("if (err != cudaSuccess) return err;");
-    }
-    w.line(qualified + "<<<dim3((unsigned)" + kernel.grid[0].c + ", (unsigned)" + kernel.grid[1].c +
-           ", (unsigned)" + kernel.grid[2].c + "), dim3(" + std::to_string(kernel.block) + "), " +
-           std::to_string(kernel.shared_bytes) + ", stream>>>(args);");
-    w.line("err = cudaGetLastError();");
-    w.line("if (err != cudaSuccess) return err;");
-  }
-  for (const FusionOutput* output : copied_outputs(plan)) {
-    BufferId held = plan.buffer_of(output->value);
-    assert(held != kNoId && "an output without a buffer");
-    w.line("err = cudaMemcpyAsync(" + output->name + ", args.buf[" + std::to_string(held) + "], (size_t)(" +
-           host_element_count(plan.fusion.value(output->value).type.shape) +
-           ") * sizeof(float), cudaMemcpyDeviceToDevice, stream);");
-    w.line("if (err != cudaSuccess) return err;");
-  }
-  w.line("return cudaSuccess;");
-  w.close();
 }
 
 constexpr const char* kFillKernel = R"(// Fills a buffer with one value (e.g. +inf before an atomic minimum).
@@ -306,12 +195,11 @@ Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const Codege
       layout_workspace(plan, EmitContext(plan, 0, options, gpu, fusion.dim_symbols), scratch_used, fusion);
     else
       fusion.workspace_bytes = {"0LL", 0}; // only copies (`output y = x`): no workspace
-    write_launcher(plan, fusion, launchers);
+    fusion.launch = codegen::build_launch_plan(plan, fusion);
+    codegen::HostLauncher launcher = codegen::print_host_launcher(plan, fusion.launch);
+    launchers.raw(launcher.definitions);
     launchers.line();
-    header.line("// fusion " + fusion.name);
-    header.line("size_t fusegen_" + fusion.name + "_workspace_size(" + workspace_params(fusion) + ");");
-    header.line("cudaError_t fusegen_" + fusion.name + "_launch(" + launcher_params(plan, fusion) + ");");
-    header.line();
+    header.raw(launcher.declarations);
     code.fusions.push_back(std::move(fusion));
   }
   source.line();

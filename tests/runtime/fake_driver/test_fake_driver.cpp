@@ -8,7 +8,7 @@
 #include "CacheEntry.h"
 #include "DriverApi.h"
 #include "Generate.h"
-#include "LaunchPlan.h"
+#include "fusegen/LaunchPlan.h"
 
 #include "support/TestSupport.h"
 
@@ -177,7 +177,7 @@ TEST_F(FakeDriver, LaunchesFollowThePlan) {
     Fusion concrete = specialized(*loaded, n);
     runtime::GeneratedUnit unit =
         runtime::generate_unit(loaded->fusion(), {{"N", n}}, loaded->fusion().precision, 90, &loaded->sources);
-    const runtime::LaunchPlan& plan = unit.launch;
+    const LaunchPlan& plan = unit.launch;
 
     Runtime rt(0, options());
     Function f = rt.load_file(testing::source_path(spec)).function(loaded->fusion().name);
@@ -194,7 +194,7 @@ TEST_F(FakeDriver, LaunchesFollowThePlan) {
     EXPECT_EQ(g_fake->launches.size(), plan.kernels.size() + fills);
     unsigned long long workspace = 0;
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
-      const runtime::KernelLaunchPlan& expected = plan.kernels[k];
+      const KernelLaunchPlan& expected = plan.kernels[k];
       const fakecuda::Launch& got = kernels[k];
       EXPECT_EQ(got.kernel, expected.name);
       for (int i = 0; i < 3; ++i)
@@ -204,19 +204,19 @@ TEST_F(FakeDriver, LaunchesFollowThePlan) {
       EXPECT_EQ(got.stream, stream);
       FusegenArgsHost args = args_of(got);
       for (size_t b = 0; b < plan.buffers.size(); ++b) {
-        const runtime::BufferBinding& binding = plan.buffers[b];
-        if (binding.role == runtime::BufferBinding::Role::Workspace)
+        const BufferBinding& binding = plan.buffers[b];
+        if (binding.role == BufferBinding::Role::Workspace)
           continue;
         const void* want = nullptr;
         for (const TensorArg& a : t.args)
-          if (a.name == binding.name && binding.role == runtime::BufferBinding::Role::Argument)
+          if (a.name == binding.name && binding.role == BufferBinding::Role::Argument)
             want = a.data;
         for (const TensorOut& o : t.outs)
-          if (o.name == binding.name && binding.role == runtime::BufferBinding::Role::Output)
+          if (o.name == binding.name && binding.role == BufferBinding::Role::Output)
             want = o.data;
         EXPECT_EQ(args.buf[b], reinterpret_cast<uintptr_t>(want)) << "buffer " << binding.name;
       }
-      for (const runtime::WorkspaceBinding& slot : plan.workspace) {
+      for (const WorkspaceBinding& slot : plan.workspace) {
         unsigned long long base = args.buf[slot.buffer] - static_cast<unsigned long long>(slot.offset);
         if (workspace == 0)
           workspace = base;
@@ -231,8 +231,8 @@ TEST_F(FakeDriver, LaunchesFollowThePlan) {
     }
     // Fills run right before their kernel and write their buffer.
     size_t position = 0;
-    for (const runtime::KernelLaunchPlan& k : plan.kernels) {
-      for (const runtime::FillLaunch& fill : k.fills) {
+    for (const KernelLaunchPlan& k : plan.kernels) {
+      for (const FillLaunch& fill : k.fills) {
         const fakecuda::Launch& l = g_fake->launches.at(position++);
         EXPECT_EQ(l.kernel, "fusegen_fill");
         EXPECT_EQ(l.stream, stream);
@@ -297,7 +297,7 @@ TEST_F(FakeDriver, AutotuneKeepsTheFastestBlockAndStoresIt) {
       try {
         runtime::GeneratedUnit unit =
             runtime::generate_unit(loaded->fusion(), {{"N", n}}, Precision::Strict, 90, &loaded->sources, block);
-        const runtime::KernelLaunchPlan& k = unit.launch.kernels.at(0);
+        const KernelLaunchPlan& k = unit.launch.kernels.at(0);
         gemm_kernel = k.name;
         grid_of[format_gemm_block(block)] =
             std::to_string(k.grid[0]) + "," + std::to_string(k.grid[1]) + "," + std::to_string(k.grid[2]);
@@ -905,12 +905,12 @@ TEST_F(FakeDriver, EntryTheDriverRefusesIsRebuilt) {
 // does not fit the fusion (here a buffer naming no tensor) is rebuilt, not
 // an error of the call.
 TEST_F(FakeDriver, EntryWithAnUnfitLaunchPlanIsRebuilt) {
-  runtime::LaunchPlan good;
+  LaunchPlan good;
   runtime::CacheEntry rewritten = rebuilt_after(
       [&](runtime::CacheEntry& entry) {
         good = entry.launch;
         ASSERT_FALSE(entry.launch.buffers.empty());
-        entry.launch.buffers[0].role = runtime::BufferBinding::Role::Argument;
+        entry.launch.buffers[0].role = BufferBinding::Role::Argument;
         entry.launch.buffers[0].name = "no_such_tensor";
       },
       "names no argument or output");
