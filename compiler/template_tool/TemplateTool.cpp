@@ -1,6 +1,7 @@
 // fusegen-template-tool: checks the hooks of CUDA templates against
-// fusegen/TemplateHooks.h and embeds the templates, split at their hooks, in a
-// generated header. Runs at build time; see CMakeLists.txt.
+// fusegen/TemplateHooks.h and embeds the templates, each with its pieces
+// (Pieces.h) and split at its hooks, in a generated header. Runs at build
+// time; see CMakeLists.txt.
 //
 //   fusegen-template-tool --out HEADER [--spec-file FILE]... [--namespace NS]
 //                         TEMPLATE.cu...
@@ -12,6 +13,7 @@
 // HEADER alone.
 #include "HeaderWriter.h"
 #include "HookFinder.h"
+#include "Pieces.h"
 #include "SpecTable.h"
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace {
@@ -106,12 +109,27 @@ int main(int argc, char** argv) {
       failed = true;
       continue;
     }
-    auto hooks = find_hooks(path, *text, *spec, options->clang);
+    auto embedded = embed_pieces(path, *text);
+    if (const auto* failure = std::get_if<std::string>(&embedded)) {
+      std::cerr << *failure << "\n";
+      failed = true;
+      continue;
+    }
+    const EmbeddedTemplate& whole = std::get<EmbeddedTemplate>(embedded);
+    // Clang parses the embedded text (hooks may sit in pieces) with #line
+    // markers, so that diagnostics and hook lines name the piece.
+    auto hooks = find_hooks(path, whole.marked_text(), *spec, options->clang);
     if (!hooks) {
       failed = true;
       continue;
     }
-    parsed.push_back({file, std::move(*text), std::move(*hooks)});
+    const std::filesystem::path template_dir = std::filesystem::path(path).parent_path();
+    for (LocatedHook& hook : *hooks) {
+      hook.begin = whole.unmark(hook.begin);
+      hook.end = whole.unmark(hook.end);
+      hook.file = std::filesystem::path(hook.file).lexically_relative(template_dir).generic_string();
+    }
+    parsed.push_back({file, whole.text, std::move(*hooks)});
   }
   if (failed) return 1;
 

@@ -1,0 +1,130 @@
+#include "Pieces.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace fusegen::template_tool {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::regex kQuotedInclude(R"re(^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[ \t]*(//.*)?\r?\n?$)re");
+const std::regex kPragmaOnce(R"re(^[ \t]*#[ \t]*pragma[ \t]+once[ \t]*(//.*)?\r?\n?$)re");
+
+std::string line_marker(const Segment& segment) {
+  std::string escaped;
+  for (char c : segment.file) {
+    if (c == '"' || c == '\\')
+      escaped += '\\';
+    escaped += c;
+  }
+  return "#line " + std::to_string(segment.first_line) + " \"" + escaped + "\"\n";
+}
+
+class Embedder {
+public:
+  EmbeddedTemplate out;
+  std::string error;
+
+  bool embed(const std::string& path, const std::string& text) {
+    stack_.push_back(key(path));
+    size_t run_begin = 0;
+    int run_line = 1;
+    int line = 1;
+    for (size_t pos = 0; pos < text.size(); ++line) {
+      const size_t eol = text.find('\n', pos);
+      const size_t next = eol == std::string::npos ? text.size() : eol + 1;
+      const std::string current = text.substr(pos, next - pos);
+      std::smatch include;
+      const bool is_piece =
+          std::regex_match(current, include, kQuotedInclude) && fs::path(include[1].str()).extension() != ".cu";
+      // A piece's own `#pragma once` would be one in the main file once embedded.
+      const bool drop = is_piece || (stack_.size() > 1 && std::regex_match(current, kPragmaOnce));
+      if (drop) {
+        append(path, run_line, std::string_view(text).substr(run_begin, pos - run_begin));
+        if (is_piece && !embed_piece(path, line, include[1].str()))
+          return false;
+        run_begin = next;
+        run_line = line + 1;
+      }
+      pos = next;
+    }
+    append(path, run_line, std::string_view(text).substr(run_begin));
+    stack_.pop_back();
+    return true;
+  }
+
+private:
+  static std::string key(const std::string& path) { return fs::weakly_canonical(path).string(); }
+
+  bool embed_piece(const std::string& from, int line, const std::string& name) {
+    const std::string piece = (fs::path(from).parent_path() / name).lexically_normal().string();
+    const auto fail = [&](const std::string& message) {
+      error = from + ":" + std::to_string(line) + ":1: error: " + message;
+      return false;
+    };
+    const std::string id = key(piece);
+    if (std::find(stack_.begin(), stack_.end(), id) != stack_.end())
+      return fail("piece '" + name + "' includes itself");
+    if (!embedded_.insert(id).second)
+      return true; // already in place
+    std::ifstream in(piece, std::ios::binary);
+    if (!in)
+      return fail("cannot read piece '" + name + "' (" + piece + ")");
+    std::ostringstream contents;
+    contents << in.rdbuf();
+    out.pieces.push_back(piece);
+    return embed(piece, contents.str());
+  }
+
+  void append(const std::string& file, int first_line, std::string_view text) {
+    if (text.empty())
+      return;
+    out.segments.push_back({file, first_line, out.text.size(), out.text.size() + text.size()});
+    out.text += text;
+  }
+
+  std::vector<std::string> stack_; // files being embedded, outermost first
+  std::set<std::string> embedded_;
+};
+
+} // namespace
+
+std::string EmbeddedTemplate::marked_text() const {
+  std::string marked;
+  for (const Segment& segment : segments)
+    marked += line_marker(segment) + text.substr(segment.begin, segment.end - segment.begin);
+  return marked;
+}
+
+size_t EmbeddedTemplate::unmark(size_t marked_offset) const {
+  size_t marked_begin = 0;
+  for (const Segment& segment : segments) {
+    marked_begin += line_marker(segment).size();
+    const size_t length = segment.end - segment.begin;
+    if (marked_offset <= marked_begin + length)
+      return segment.begin + (marked_offset > marked_begin ? marked_offset - marked_begin : 0);
+    marked_begin += length;
+  }
+  return text.size();
+}
+
+const Segment& EmbeddedTemplate::segment_at(size_t offset) const {
+  for (const Segment& segment : segments)
+    if (offset < segment.end)
+      return segment;
+  return segments.back();
+}
+
+std::variant<EmbeddedTemplate, std::string> embed_pieces(const std::string& path, const std::string& text) {
+  Embedder embedder;
+  if (!embedder.embed(path, text))
+    return embedder.error;
+  return std::move(embedder.out);
+}
+
+} // namespace fusegen::template_tool
