@@ -165,6 +165,26 @@ TEST(TemplateText, PiecesAreEmbeddedOnce) {
   EXPECT_EQ(find_hook(text, "epilogue")->file, "pieces.cu");
 }
 
+// The GEMM template is gemm.cu and its pieces (templates/gemm/): embedded
+// whole, with every hook the generator fills.
+TEST(TemplateText, GemmEmbedsItsPieces) {
+  expect_hooks_located(kGemm, FUSEGEN_TEMPLATE_DIR);
+  const std::string whole = reassemble(kGemm);
+  EXPECT_EQ(whole.find("#include \"gemm/"), std::string::npos);
+  EXPECT_NE(whole.find("#include \"helpers.cu\""), std::string::npos);
+  for (const char* piece : {"gemm/geometry.h", "gemm/mainloop_mma_sync.cuh", "gemm/mainloop_wgmma.cuh",
+                            "gemm/split_k.cuh", "gemm/epilogue_tile.cuh"}) {
+    std::string text = read_file(fs::path(FUSEGEN_TEMPLATE_DIR) / piece);
+    text.erase(text.find("#pragma once\n"), 13);
+    EXPECT_NE(whole.find(text), std::string::npos) << piece;
+  }
+  const TemplateSpec* spec = find_template_spec("gemm.cu");
+  ASSERT_NE(spec, nullptr);
+  EXPECT_EQ(kGemm.hooks.size(), spec->hooks.size());
+  for (const HookSpec& expected : spec->hooks)
+    EXPECT_NE(find_hook(kGemm, expected.name), nullptr) << expected.name;
+}
+
 TEST(TemplateTool, MissingPieceNamesTheInclude) {
   const std::string output = expect_failure("missing_piece.cu");
   EXPECT_NE(output.find(located("missing_piece.cu", 6, 1, "cannot read piece 'pieces/absent.cuh'")), std::string::npos)
