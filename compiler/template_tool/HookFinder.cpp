@@ -270,10 +270,11 @@ std::optional<std::vector<LocatedHook>> find_hooks(const std::string& path,
   // NVRTC's default so templates use nothing NVRTC would reject. A misplaced
   // FUSEGEN_HOOK (say, before `struct`) is an ignored attribute: make that an
   // error at the spot rather than a puzzling "missing hook".
-  const std::vector<std::string> args = {
+  std::vector<std::string> args = {
       "-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib", "--cuda-gpu-arch=sm_80",
       "-Wno-unknown-cuda-version", "-Werror=ignored-attributes", "-std=c++17",
       "-resource-dir", setup.resource_dir, "-include", setup.prelude};
+  for (const std::string& dir : setup.include_dirs) args.insert(args.end(), {"-I", dir});
   Outcome outcome;
   const bool ok = clang::tooling::runToolOnCodeWithArgs(
       std::make_unique<HookAction>(spec, outcome), text, args, path, "fusegen-template-tool");

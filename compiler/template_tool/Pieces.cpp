@@ -27,6 +27,8 @@ std::string line_marker(const Segment& segment) {
 
 class Embedder {
 public:
+  explicit Embedder(const std::vector<std::string>& include_dirs) : include_dirs_(include_dirs) {}
+
   EmbeddedTemplate out;
   std::string error;
 
@@ -62,7 +64,10 @@ private:
   static std::string key(const std::string& path) { return fs::weakly_canonical(path).string(); }
 
   bool embed_piece(const std::string& from, int line, const std::string& name) {
-    const std::string piece = (fs::path(from).parent_path() / name).lexically_normal().string();
+    std::string piece = (fs::path(from).parent_path() / name).lexically_normal().string();
+    for (auto dir = include_dirs_.begin(); !fs::exists(piece) && dir != include_dirs_.end(); ++dir)
+      if (fs::exists(fs::path(*dir) / name))
+        piece = (fs::path(*dir) / name).lexically_normal().string();
     const auto fail = [&](const std::string& message) {
       error = from + ":" + std::to_string(line) + ":1: error: " + message;
       return false;
@@ -88,6 +93,7 @@ private:
     out.text += text;
   }
 
+  const std::vector<std::string>& include_dirs_;
   std::vector<std::string> stack_; // files being embedded, outermost first
   std::set<std::string> embedded_;
 };
@@ -120,8 +126,9 @@ const Segment& EmbeddedTemplate::segment_at(size_t offset) const {
   return segments.back();
 }
 
-std::variant<EmbeddedTemplate, std::string> embed_pieces(const std::string& path, const std::string& text) {
-  Embedder embedder;
+std::variant<EmbeddedTemplate, std::string> embed_pieces(const std::string& path, const std::string& text,
+                                                         const std::vector<std::string>& include_dirs) {
+  Embedder embedder(include_dirs);
   if (!embedder.embed(path, text))
     return embedder.error;
   return std::move(embedder.out);

@@ -1,8 +1,9 @@
 // Embeds a template's pieces: NVRTC compiles one translation unit, so a
 // template split into headers is embedded as a single text. A quoted
 // `#include "x"` of a file that is not a .cu template (say
-// "gemm/mainloop_wgmma.cuh"), resolved beside the including file, is
-// replaced by that file's text, recursively; a piece included again is
+// "gemm/mainloop_wgmma.cuh"), resolved beside the including file or else in
+// one of the include directories, is replaced by that file's text,
+// recursively; a piece included again is
 // dropped (as `#pragma once` would), and pieces' `#pragma once` lines are
 // left out. Includes of .cu files (helpers.cu) stay: those are templates of
 // their own, embedded separately.
@@ -39,6 +40,7 @@ struct EmbeddedTemplate {
 
 // `path`'s text with its pieces embedded, or "FILE:LINE:1: error: ..." for a
 // piece that cannot be read or includes itself.
-std::variant<EmbeddedTemplate, std::string> embed_pieces(const std::string& path, const std::string& text);
+std::variant<EmbeddedTemplate, std::string> embed_pieces(const std::string& path, const std::string& text,
+                                                         const std::vector<std::string>& include_dirs = {});
 
 } // namespace fusegen::template_tool

@@ -4,7 +4,7 @@
 // time; see CMakeLists.txt.
 //
 //   fusegen-template-tool --out HEADER [--spec-file FILE]... [--namespace NS]
-//                         TEMPLATE.cu...
+//                         [--include-dir DIR]... TEMPLATE.cu...
 //
 // --spec-file adds or overrides per-template hook expectations (format in
 // SpecTable.h); --namespace (default fusegen::templates) lets tests generate
@@ -35,12 +35,12 @@ struct Options {
   std::vector<std::string> spec_files;
   std::vector<std::string> templates;
   std::string name_space = "fusegen::templates";
-  ClangSetup clang{FUSEGEN_CLANG_RESOURCE_DIR, FUSEGEN_TEMPLATE_PRELUDE};
+  ClangSetup clang{FUSEGEN_CLANG_RESOURCE_DIR, FUSEGEN_TEMPLATE_PRELUDE, {}};
 };
 
 constexpr const char* kUsage =
     "usage: fusegen-template-tool --out HEADER [--spec-file FILE]... "
-    "[--namespace NS] [--resource-dir DIR] [--prelude FILE] TEMPLATE.cu...\n";
+    "[--namespace NS] [--include-dir DIR]... [--resource-dir DIR] [--prelude FILE] TEMPLATE.cu...\n";
 
 std::optional<Options> parse_args(int argc, char** argv) {
   Options options;
@@ -51,6 +51,7 @@ std::optional<Options> parse_args(int argc, char** argv) {
     if (arg == "--out" && (v = value())) options.out = v;
     else if (arg == "--spec-file" && (v = value())) options.spec_files.push_back(v);
     else if (arg == "--namespace" && (v = value())) options.name_space = v;
+    else if (arg == "--include-dir" && (v = value())) options.clang.include_dirs.push_back(v);
     else if (arg == "--resource-dir" && (v = value())) options.clang.resource_dir = v;
     else if (arg == "--prelude" && (v = value())) options.clang.prelude = v;
     else if (!arg.empty() && arg[0] != '-') options.templates.push_back(arg);
@@ -109,7 +110,7 @@ int main(int argc, char** argv) {
       failed = true;
       continue;
     }
-    auto embedded = embed_pieces(path, *text);
+    auto embedded = embed_pieces(path, *text, options->clang.include_dirs);
     if (const auto* failure = std::get_if<std::string>(&embedded)) {
       std::cerr << *failure << "\n";
       failed = true;

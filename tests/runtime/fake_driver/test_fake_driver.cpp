@@ -12,6 +12,7 @@
 
 #include "support/TestSupport.h"
 
+#include "fusegen/KernelLimits.h"
 #include "fusegen/Runtime.h"
 
 #include <gtest/gtest.h>
@@ -39,8 +40,8 @@ void (*g_reset)() = nullptr;
 void reset_fake() { g_reset(); }
 
 struct FusegenArgsHost {
-  unsigned long long buf[32];
-  long long dim[8];
+  unsigned long long buf[kFusegenMaxBuffers];
+  long long dim[kFusegenMaxDims];
 };
 
 FusegenArgsHost args_of(const fakecuda::Launch& launch) {
