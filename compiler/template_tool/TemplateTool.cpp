@@ -7,8 +7,10 @@
 //                         [--include-dir DIR]... TEMPLATE.cu...
 //
 // --spec-file adds or overrides per-template hook expectations (format in
-// SpecTable.h); --namespace (default fusegen::templates) lets tests generate
-// fixture headers that do not clash with the real one.
+// SpecTable.h); --include-dir adds a directory where pieces not beside their
+// includer are looked for (after compiler/include, always searched);
+// --namespace (default fusegen::templates) lets tests generate fixture
+// headers that do not clash with the real one.
 // On any error it prints `FILE:LINE:COL: error: MESSAGE`, exits 1 and leaves
 // HEADER alone.
 #include "HeaderWriter.h"
@@ -35,7 +37,8 @@ struct Options {
   std::vector<std::string> spec_files;
   std::vector<std::string> templates;
   std::string name_space = "fusegen::templates";
-  ClangSetup clang{FUSEGEN_CLANG_RESOURCE_DIR, FUSEGEN_TEMPLATE_PRELUDE, {}};
+  // compiler/include: helpers.cu includes fusegen/KernelLimits.h.
+  ClangSetup clang{FUSEGEN_CLANG_RESOURCE_DIR, FUSEGEN_TEMPLATE_PRELUDE, {FUSEGEN_TEMPLATE_INCLUDE_DIR}};
 };
 
 constexpr const char* kUsage =

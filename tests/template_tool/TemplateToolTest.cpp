@@ -185,6 +185,19 @@ TEST(TemplateText, GemmEmbedsItsPieces) {
     EXPECT_NE(find_hook(kGemm, expected.name), nullptr) << expected.name;
 }
 
+// helpers.cu's FusegenArgs takes its limits from fusegen/KernelLimits.h
+// (found through --include-dir), embedded as the host includes it.
+TEST(TemplateText, HelpersEmbedTheKernelLimits) {
+  const TemplateText* helpers = find_template_text(kAllTemplates, "helpers.cu");
+  ASSERT_NE(helpers, nullptr);
+  const std::string whole = reassemble(*helpers);
+  std::string limits = read_file(fs::path(FUSEGEN_TEMPLATE_DIR) / "../compiler/include/fusegen/KernelLimits.h");
+  limits.erase(limits.find("#pragma once\n"), 13);
+  EXPECT_NE(whole.find(limits), std::string::npos);
+  EXPECT_EQ(whole.find("#include \"fusegen/KernelLimits.h\""), std::string::npos);
+  EXPECT_NE(whole.find("float* buf[kFusegenMaxBuffers];"), std::string::npos);
+}
+
 TEST(TemplateTool, MissingPieceNamesTheInclude) {
   const std::string output = expect_failure("missing_piece.cu");
   EXPECT_NE(output.find(located("missing_piece.cu", 6, 1, "cannot read piece 'pieces/absent.cuh'")), std::string::npos)
