@@ -61,7 +61,6 @@
 //              column_stats(); then norm_apply() (finish_column_norm(); with
 //              split-K each rank takes 1/kSplitK of the columns).
 //
-//
 // The hook contract is in gemm/hooks.cuh.
 
 #ifndef FUSEGEN_HELPERS_DEFINED

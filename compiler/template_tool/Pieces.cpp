@@ -82,7 +82,6 @@ private:
       return fail("cannot read piece '" + name + "' (" + piece + ")");
     std::ostringstream contents;
     contents << in.rdbuf();
-    out.pieces.push_back(piece);
     return embed(piece, contents.str());
   }
 
@@ -117,13 +116,6 @@ size_t EmbeddedTemplate::unmark(size_t marked_offset) const {
     marked_begin += length;
   }
   return text.size();
-}
-
-const Segment& EmbeddedTemplate::segment_at(size_t offset) const {
-  for (const Segment& segment : segments)
-    if (offset < segment.end)
-      return segment;
-  return segments.back();
 }
 
 std::variant<EmbeddedTemplate, std::string> embed_pieces(const std::string& path, const std::string& text,

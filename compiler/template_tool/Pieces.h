@@ -25,17 +25,14 @@ struct Segment {
 };
 
 struct EmbeddedTemplate {
-  std::string text;                // the template with its pieces in place
-  std::vector<Segment> segments;   // in order, covering text
-  std::vector<std::string> pieces; // paths of the embedded pieces
+  std::string text;              // the template with its pieces in place
+  std::vector<Segment> segments; // in order, covering text
 
   // The text for Clang: `#line` markers at each segment so that diagnostics
   // name the piece and line a declaration is written in.
   std::string marked_text() const;
   // Offset in marked_text() -> offset in text.
   size_t unmark(size_t marked_offset) const;
-  // The segment holding text offset `offset` (the last one for text.size()).
-  const Segment& segment_at(size_t offset) const;
 };
 
 // `path`'s text with its pieces embedded, or "FILE:LINE:1: error: ..." for a
