@@ -25,7 +25,7 @@ start=$SECONDS
 extra=()
 template_text=$normal_build/generated/fusegen/TemplateText.h
 if [[ -f $template_text && -z $(find "$root/templates" "$root/compiler/include/fusegen/hooks" \
-  "$root/compiler/include/fusegen/TemplateHooks.h" -newer "$template_text" -print -quit 2>/dev/null) ]]; then
+  "$root/compiler/include/fusegen/TemplateHooks.h" "$root/compiler/include/fusegen/KernelLimits.h" -newer "$template_text" -print -quit 2>/dev/null) ]]; then
   echo "test-sanitizers: reusing $template_text (templates unchanged since it was generated)"
   extra+=("-DFUSEGEN_TEMPLATE_TEXT_PREBUILT=$template_text")
 else

@@ -18,12 +18,16 @@
 
 #define FUSEGEN_HOOK(name) __attribute__((annotate("fusegen_hook:" name)))
 
+// kFusegenMaxBuffers and kFusegenMaxDims, shared with the host (found with
+// -I compiler/include; fusegen-template-tool embeds it).
+#include "fusegen/KernelLimits.h"
+
 // The argument block of every generated kernel, passed by value. buf[i] is
 // buffer i of the fusion's plan (arguments, outputs, workspace buffers);
 // dim[i] the value of the fusion's i-th symbolic dim (sorted by name).
 struct FusegenArgs {
-  float* buf[32];
-  long long dim[8];
+  float* buf[kFusegenMaxBuffers];
+  long long dim[kFusegenMaxDims];
 };
 
 // fusegen_grid_dependencies() is the first thing in most generated kernels.

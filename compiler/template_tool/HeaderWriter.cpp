@@ -75,8 +75,8 @@ void render_template(std::ostream& out, const ParsedTemplate& t) {
     for (size_t i = 0; i < t.hooks.size(); ++i) {
       const LocatedHook& h = t.hooks[i];
       const std::string_view text = std::string_view(t.text).substr(h.begin, h.end - h.begin);
-      out << indent << "{" << string_literal(h.name, "") << ", " << kind_enumerator(h.kind) << ", " << h.line
-          << ", " << i << ",\n"
+      out << indent << "{" << string_literal(h.name, "") << ", " << kind_enumerator(h.kind) << ", "
+          << string_literal(h.file, "") << ", " << h.line << ", " << i << ",\n"
           << indent << indent << string_literal(text, indent + indent) << "},\n";
     }
     out << "};\n";

@@ -15,14 +15,15 @@ namespace fusegen::template_tool {
 struct LocatedHook {
   std::string name;
   templates::HookKind kind;
-  int line = 0;
+  std::string file; // where it is written: the template or a piece of it
+  int line = 0;     // in `file`
   size_t begin = 0;
   size_t end = 0;
 };
 
 struct ParsedTemplate {
   std::string file;  // file name without directories
-  std::string text;  // the file's exact contents
+  std::string text;  // the file's contents with its pieces embedded (Pieces.h)
   std::vector<LocatedHook> hooks;  // in source order, non-overlapping
 };
 

@@ -111,7 +111,7 @@ private:
       return error(at, "hook '" + name + "' must be introduced with FUSEGEN_HOOK(\"" + name +
                            "\")");
     if (!sm_.isWrittenInMainFile(at))
-      return error(at, "hook '" + name + "' must be declared in the template file itself");
+      return error(at, "hook '" + name + "' must be declared in the template or one of its pieces");
     if (!decl.getDeclContext()->getRedeclContext()->isFileContext())
       return error(at, "hook '" + name +
                            "' must be declared at namespace scope, not inside a function or class");
@@ -138,7 +138,10 @@ private:
 
     auto range = full_range(name, decl, at);
     if (!range) return std::nullopt;
-    return LocatedHook{name, shape->kind, static_cast<int>(sm_.getSpellingLineNumber(at)),
+    // The file and line the hook is written in (the #line markers of
+    // EmbeddedTemplate::marked_text() name its piece).
+    const clang::PresumedLoc written = sm_.getPresumedLoc(at);
+    return LocatedHook{name,         shape->kind,  written.getFilename(), static_cast<int>(written.getLine()),
                        range->first, range->second};
   }
 
@@ -189,7 +192,7 @@ private:
       end = next->getEndLoc();
     }
     if (!sm_.isWrittenInMainFile(begin) || !sm_.isWrittenInMainFile(end) || end.isInvalid())
-      return error(at, "hook '" + name + "' must be written entirely in the template file");
+      return error(at, "hook '" + name + "' must be written entirely in one file");
     return std::pair<size_t, size_t>{sm_.getFileOffset(begin), sm_.getFileOffset(end)};
   }
 
@@ -267,10 +270,11 @@ std::optional<std::vector<LocatedHook>> find_hooks(const std::string& path,
   // NVRTC's default so templates use nothing NVRTC would reject. A misplaced
   // FUSEGEN_HOOK (say, before `struct`) is an ignored attribute: make that an
   // error at the spot rather than a puzzling "missing hook".
-  const std::vector<std::string> args = {
+  std::vector<std::string> args = {
       "-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib", "--cuda-gpu-arch=sm_80",
       "-Wno-unknown-cuda-version", "-Werror=ignored-attributes", "-std=c++17",
       "-resource-dir", setup.resource_dir, "-include", setup.prelude};
+  for (const std::string& dir : setup.include_dirs) args.insert(args.end(), {"-I", dir});
   Outcome outcome;
   const bool ok = clang::tooling::runToolOnCodeWithArgs(
       std::make_unique<HookAction>(spec, outcome), text, args, path, "fusegen-template-tool");

@@ -6,6 +6,7 @@
 #include "fusegen/TemplateHooks.h"
 
 #include <optional>
+#include <vector>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@ namespace fusegen::template_tool {
 struct ClangSetup {
   std::string resource_dir;  // Clang's resource dir, for its CUDA headers
   std::string prelude;       // forced include declaring CUDA keywords and intrinsics
+  std::vector<std::string> include_dirs;  // -I for what included templates include
 };
 
 // Parses `text`, the contents of `path`, as CUDA device code and checks its

@@ -1,17 +1,21 @@
 // fusegen-template-tool: checks the hooks of CUDA templates against
-// fusegen/TemplateHooks.h and embeds the templates, split at their hooks, in a
-// generated header. Runs at build time; see CMakeLists.txt.
+// fusegen/TemplateHooks.h and embeds the templates, each with its pieces
+// (Pieces.h) and split at its hooks, in a generated header. Runs at build
+// time; see CMakeLists.txt.
 //
 //   fusegen-template-tool --out HEADER [--spec-file FILE]... [--namespace NS]
-//                         TEMPLATE.cu...
+//                         [--include-dir DIR]... TEMPLATE.cu...
 //
 // --spec-file adds or overrides per-template hook expectations (format in
-// SpecTable.h); --namespace (default fusegen::templates) lets tests generate
-// fixture headers that do not clash with the real one.
+// SpecTable.h); --include-dir adds a directory where pieces not beside their
+// includer are looked for (after compiler/include, always searched);
+// --namespace (default fusegen::templates) lets tests generate fixture
+// headers that do not clash with the real one.
 // On any error it prints `FILE:LINE:COL: error: MESSAGE`, exits 1 and leaves
 // HEADER alone.
 #include "HeaderWriter.h"
 #include "HookFinder.h"
+#include "Pieces.h"
 #include "SpecTable.h"
 
 #include <algorithm>
@@ -21,6 +25,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace {
@@ -32,12 +37,13 @@ struct Options {
   std::vector<std::string> spec_files;
   std::vector<std::string> templates;
   std::string name_space = "fusegen::templates";
-  ClangSetup clang{FUSEGEN_CLANG_RESOURCE_DIR, FUSEGEN_TEMPLATE_PRELUDE};
+  // compiler/include: helpers.cu includes fusegen/KernelLimits.h.
+  ClangSetup clang{FUSEGEN_CLANG_RESOURCE_DIR, FUSEGEN_TEMPLATE_PRELUDE, {FUSEGEN_TEMPLATE_INCLUDE_DIR}};
 };
 
 constexpr const char* kUsage =
     "usage: fusegen-template-tool --out HEADER [--spec-file FILE]... "
-    "[--namespace NS] [--resource-dir DIR] [--prelude FILE] TEMPLATE.cu...\n";
+    "[--namespace NS] [--include-dir DIR]... [--resource-dir DIR] [--prelude FILE] TEMPLATE.cu...\n";
 
 std::optional<Options> parse_args(int argc, char** argv) {
   Options options;
@@ -48,6 +54,7 @@ std::optional<Options> parse_args(int argc, char** argv) {
     if (arg == "--out" && (v = value())) options.out = v;
     else if (arg == "--spec-file" && (v = value())) options.spec_files.push_back(v);
     else if (arg == "--namespace" && (v = value())) options.name_space = v;
+    else if (arg == "--include-dir" && (v = value())) options.clang.include_dirs.push_back(v);
     else if (arg == "--resource-dir" && (v = value())) options.clang.resource_dir = v;
     else if (arg == "--prelude" && (v = value())) options.clang.prelude = v;
     else if (!arg.empty() && arg[0] != '-') options.templates.push_back(arg);
@@ -106,12 +113,27 @@ int main(int argc, char** argv) {
       failed = true;
       continue;
     }
-    auto hooks = find_hooks(path, *text, *spec, options->clang);
+    auto embedded = embed_pieces(path, *text, options->clang.include_dirs);
+    if (const auto* failure = std::get_if<std::string>(&embedded)) {
+      std::cerr << *failure << "\n";
+      failed = true;
+      continue;
+    }
+    const EmbeddedTemplate& whole = std::get<EmbeddedTemplate>(embedded);
+    // Clang parses the embedded text (hooks may sit in pieces) with #line
+    // markers, so that diagnostics and hook lines name the piece.
+    auto hooks = find_hooks(path, whole.marked_text(), *spec, options->clang);
     if (!hooks) {
       failed = true;
       continue;
     }
-    parsed.push_back({file, std::move(*text), std::move(*hooks)});
+    const std::filesystem::path template_dir = std::filesystem::path(path).parent_path();
+    for (LocatedHook& hook : *hooks) {
+      hook.begin = whole.unmark(hook.begin);
+      hook.end = whole.unmark(hook.end);
+      hook.file = std::filesystem::path(hook.file).lexically_relative(template_dir).generic_string();
+    }
+    parsed.push_back({file, whole.text, std::move(*hooks)});
   }
   if (failed) return 1;
 

@@ -1,5 +1,6 @@
 #include "LoadedFusion.h"
 
+#include "fusegen/KernelLimits.h"
 #include "fusegen/Runtime.h"
 #include "fusegen/Target.h"
 
@@ -19,10 +20,11 @@ constexpr int kDefaultSharedLimit = 48 * 1024; // beyond this a kernel must opt 
 
 // The host image of the generated FusegenArgs (templates/helpers.cu).
 struct FusegenArgsHost {
-  unsigned long long buf[32];
-  long long dim[8];
+  unsigned long long buf[kFusegenMaxBuffers];
+  long long dim[kFusegenMaxDims];
 };
-static_assert(sizeof(FusegenArgsHost) == 320, "must match FusegenArgs in templates/helpers.cu");
+static_assert(sizeof(FusegenArgsHost) == 8 * kFusegenMaxBuffers + 8 * kFusegenMaxDims,
+              "must match FusegenArgs in templates/helpers.cu (no padding)");
 
 std::vector<int64_t> concrete_shape(const Shape& shape) {
   std::vector<int64_t> out;

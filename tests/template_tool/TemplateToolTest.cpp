@@ -48,15 +48,23 @@ int line_of(const std::string& text, const std::string& needle) {
   return 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
 }
 
-void expect_consistent(const TemplateText& text, const std::string& source) {
+// Each hook's default text holds its FUSEGEN_HOOK, which sits at the hook's
+// line of the file it names (the template, or a piece beside it in `dir`).
+void expect_hooks_located(const TemplateText& text, const fs::path& dir) {
   ASSERT_EQ(text.fragments.size(), text.hooks.size() + 1);
   for (size_t i = 0; i < text.hooks.size(); ++i) {
     const HookInfo& hook = text.hooks[i];
     EXPECT_EQ(hook.fragment, static_cast<int>(i)) << hook.name;
     const std::string macro = "FUSEGEN_HOOK(\"" + std::string(hook.name) + "\")";
     EXPECT_NE(hook.default_text.find(macro), std::string_view::npos) << hook.name;
-    EXPECT_EQ(hook.line, line_of(source, macro)) << hook.name;
+    EXPECT_EQ(hook.line, line_of(read_file(dir / hook.file), macro)) << hook.name << " in " << hook.file;
   }
+}
+
+void expect_consistent(const TemplateText& text, const std::string& source, const fs::path& dir) {
+  expect_hooks_located(text, dir);
+  for (const HookInfo& hook : text.hooks)
+    EXPECT_EQ(hook.file, text.file) << hook.name;
   EXPECT_EQ(reassemble(text), source);
 }
 
@@ -109,7 +117,7 @@ int fixture_line(const std::string& name, const std::string& needle) {
 }
 
 TEST(TemplateText, ElementwiseReassemblesToTheTemplate) {
-  expect_consistent(kElementwise, read_file(fs::path(FUSEGEN_TEMPLATE_DIR) / "elementwise.cu"));
+  expect_consistent(kElementwise, read_file(fs::path(FUSEGEN_TEMPLATE_DIR) / "elementwise.cu"), FUSEGEN_TEMPLATE_DIR);
 }
 
 TEST(TemplateText, ElementwiseHasExactlyTheExpectedHooks) {
@@ -129,13 +137,80 @@ TEST(TemplateText, ElementwiseHasExactlyTheExpectedHooks) {
 // a function template, and bytes that need escaping.
 TEST(TemplateText, FixtureReassemblesByteForByte) {
   const TemplateText& text = fixtures::kGood;
-  expect_consistent(text, read_file(kFixtures / "good.cu"));
+  expect_consistent(text, read_file(kFixtures / "good.cu"), kFixtures);
   ASSERT_EQ(text.hooks.size(), 7u);
   EXPECT_EQ(text.fragments[1], "");  // two hooks on one line
   EXPECT_EQ(text.fragments.back(), "");  // a hook ends the file
   EXPECT_EQ(find_hook(text, "params")->kind, HookKind::Type);
   EXPECT_EQ(find_hook(text, "scalar")->kind, HookKind::Type);
   EXPECT_EQ(find_hook(text, "scale")->default_text.substr(0, 16), "template <int N>");
+}
+
+// Pieces are embedded in place, each once, without their #pragma once; a
+// hook in a piece names it; .cu includes stay.
+TEST(TemplateText, PiecesAreEmbeddedOnce) {
+  const TemplateText& text = fixtures::kPieces;
+  expect_hooks_located(text, kFixtures);
+  const std::string whole = reassemble(text);
+  const std::string rows = "constexpr int kTileRows = 16;";
+  ASSERT_NE(whole.find(rows), std::string::npos) << whole;
+  EXPECT_EQ(whole.find(rows), whole.rfind(rows)) << whole;
+  EXPECT_LT(whole.find(rows), whole.find("FUSEGEN_HOOK(\"tile_m\")")) << whole;
+  EXPECT_EQ(whole.find("#include \"pieces/"), std::string::npos) << whole;
+  EXPECT_EQ(whole.find("#include \"rows.cuh\""), std::string::npos) << whole;
+  EXPECT_EQ(whole.find("#pragma once"), std::string::npos) << whole;
+  EXPECT_NE(whole.find("#include \"absent.cu\""), std::string::npos) << whole;
+  ASSERT_NE(find_hook(text, "tile_m"), nullptr);
+  EXPECT_EQ(find_hook(text, "tile_m")->file, "pieces/tile.cuh");
+  EXPECT_EQ(find_hook(text, "epilogue")->file, "pieces.cu");
+}
+
+// The GEMM template is gemm.cu and its pieces (templates/gemm/): embedded
+// whole, with every hook the generator fills.
+TEST(TemplateText, GemmEmbedsItsPieces) {
+  expect_hooks_located(kGemm, FUSEGEN_TEMPLATE_DIR);
+  const std::string whole = reassemble(kGemm);
+  EXPECT_EQ(whole.find("#include \"gemm/"), std::string::npos);
+  EXPECT_NE(whole.find("#include \"helpers.cu\""), std::string::npos);
+  for (const char* piece : {"gemm/geometry.h", "gemm/mainloop_mma_sync.cuh", "gemm/mainloop_wgmma.cuh",
+                            "gemm/split_k.cuh", "gemm/epilogue_tile.cuh"}) {
+    std::string text = read_file(fs::path(FUSEGEN_TEMPLATE_DIR) / piece);
+    text.erase(text.find("#pragma once\n"), 13);
+    EXPECT_NE(whole.find(text), std::string::npos) << piece;
+  }
+  const TemplateSpec* spec = find_template_spec("gemm.cu");
+  ASSERT_NE(spec, nullptr);
+  EXPECT_EQ(kGemm.hooks.size(), spec->hooks.size());
+  for (const HookSpec& expected : spec->hooks)
+    EXPECT_NE(find_hook(kGemm, expected.name), nullptr) << expected.name;
+}
+
+// helpers.cu's FusegenArgs takes its limits from fusegen/KernelLimits.h
+// (found through --include-dir), embedded as the host includes it.
+TEST(TemplateText, HelpersEmbedTheKernelLimits) {
+  const TemplateText* helpers = find_template_text(kAllTemplates, "helpers.cu");
+  ASSERT_NE(helpers, nullptr);
+  const std::string whole = reassemble(*helpers);
+  std::string limits = read_file(fs::path(FUSEGEN_TEMPLATE_DIR) / "../compiler/include/fusegen/KernelLimits.h");
+  limits.erase(limits.find("#pragma once\n"), 13);
+  EXPECT_NE(whole.find(limits), std::string::npos);
+  EXPECT_EQ(whole.find("#include \"fusegen/KernelLimits.h\""), std::string::npos);
+  EXPECT_NE(whole.find("float* buf[kFusegenMaxBuffers];"), std::string::npos);
+}
+
+TEST(TemplateTool, MissingPieceNamesTheInclude) {
+  const std::string output = expect_failure("missing_piece.cu");
+  EXPECT_NE(output.find(located("missing_piece.cu", 6, 1, "cannot read piece 'pieces/absent.cuh'")), std::string::npos)
+      << output;
+}
+
+TEST(TemplateTool, ErrorInAPieceNamesThePieceAndLine) {
+  const std::string output = expect_failure("piece_error.cu");
+  EXPECT_NE(output.find(located("pieces/wrong_epilogue.cuh", 4, 1,
+                                "hook 'epilogue' has signature 'float (float, int)' but the "
+                                "generator expects 'float (float, int, int)'")),
+            std::string::npos)
+      << output;
 }
 
 TEST(TemplateTool, SyntaxErrorNamesFileAndLine) {

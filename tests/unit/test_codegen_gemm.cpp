@@ -511,8 +511,8 @@ TEST(CodegenGemm, DeterministicAndStrictAndTf32UseDifferentInnerProducts) {
   EXPECT_EQ(strict.source, generate(plans).source);
   GeneratedCode tf32 = generate(plans, Precision::TF32);
   EXPECT_EQ(tf32.source, generate(plans, Precision::TF32).source);
-  // Strict precision: 3xTF32 (1); tf32 precision: plain TF32 (2); SIMT (0)
-  // is never emitted.
+  // Strict precision: 3xTF32 (1); tf32 precision: plain TF32 (2), the
+  // template's only inner products.
   for (const char* kernel : {"lin_nobias_k0", "lin3d_k0", "lin1d_k0", "bmm_k0", "mv_k0", "vm_k0", "dot_k0", "m1_k0",
                              "conv1x1_k0", "conv_wide_k0"}) {
     EXPECT_EQ(constant_of(kernel_text(strict, kernel), "kInnerProduct"), "1") << kernel << " strict";

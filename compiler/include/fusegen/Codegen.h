@@ -4,6 +4,7 @@
 // runtime evaluates. Deterministic: the same plans and options give identical bytes.
 #pragma once
 
+#include "fusegen/KernelLimits.h"
 #include "fusegen/LaunchPlan.h"
 #include "fusegen/Plan.h"
 #include "fusegen/Result.h"
@@ -18,8 +19,8 @@
 namespace fusegen {
 
 // Limits of the kernel argument block shared by every generated kernel.
-inline constexpr int kMaxKernelBuffers = 32;
-inline constexpr int kMaxKernelDims = 8;
+inline constexpr int kMaxKernelBuffers = kFusegenMaxBuffers;
+inline constexpr int kMaxKernelDims = kFusegenMaxDims;
 
 // A GEMM kernel's block: rows x columns of the output per thread block, and
 // split_k > 1: that many blocks (a thread-block cluster, sm_90) share each

@@ -114,12 +114,18 @@ constexpr const HookSpec* find_hook_spec(const TemplateSpec& spec, std::string_v
 struct HookInfo {
   std::string_view name;
   HookKind kind;
-  int line;  // 1-based line of the hook's FUSEGEN_HOOK in the template
+  // Where the hook is written: the template's file name, or the path of one
+  // of its pieces beside it ("gemm/hooks.cuh"), and the 1-based line of its
+  // FUSEGEN_HOOK there.
+  std::string_view file;
+  int line;
   // The hook sits between fragments[fragment] and fragments[fragment + 1].
   // Hooks are in source order, so this equals the hook's own index.
   int fragment;
   // The template's own declaration, verbatim. fragments[0] + default_text of
-  // hook 0 + fragments[1] + ... reproduces the template file exactly.
+  // hook 0 + fragments[1] + ... reproduces the template exactly, with its
+  // pieces embedded (a quoted #include of a file other than a .cu template
+  // replaced by that file: one translation unit for NVRTC).
   std::string_view default_text;
 };
 

@@ -14,6 +14,8 @@
 #include "ops/OpHelpers.h"
 #include "plan/PlanQueries.h"
 
+#include "gemm/geometry.h" // templates/gemm/geometry.h
+
 #include <algorithm>
 #include <cstddef>
 #include <limits>
@@ -21,10 +23,11 @@
 namespace fusegen::codegen {
 namespace {
 
-// Geometry of templates/gemm.cu (static_asserted there).
-constexpr int kTile = 64; // rows and columns of an epilogue tile
+// Geometry of templates/gemm.cu (static_asserted there); its shared-memory
+// layout is templates/gemm/geometry.h, shared with the template.
+constexpr int kTile = gemm_layout::kTile; // rows and columns of an epilogue tile
 constexpr int kTileK = 16;
-constexpr int kThreads = 256;
+constexpr int kThreads = gemm_layout::kThreads;
 // Tensor-core blocks below one per SM (Target::sm_count) leave SMs idle, so
 // a smaller block or a split-K is chosen.
 // Row blocks per group of a rastered grid (templates/gemm.cu, raster_rows):
@@ -35,8 +38,7 @@ constexpr int kRasterRowBlocks = 16;
 constexpr int kTensorCoreTileK = 32; // four k steps per barrier
 constexpr int kGatherTileK = 8;      // element loads: few staging registers (two blocks per SM)
 constexpr int64_t kMaxDepthTable = 4096; // ints of static shared memory for A's depth offsets (16 KB)
-constexpr int kTensorCoreStages = 4; // slices in flight on the cp.async path
-constexpr int kTensorCorePad = 8;    // floats after each shared-memory slice row
+constexpr int kTensorCoreStages = 4;     // slices in flight on the cp.async path
 constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxGridYZ = 65535; // the template loops over the rest
 
@@ -575,10 +577,10 @@ std::vector<std::string> reduce_slot_body(const EmitContext& ctx, const Stages& 
 
 std::vector<std::string> returns(const std::string& expr) { return {"return " + expr + ";"}; }
 
-// The template's inner product (0 SIMT fp32, 1 3xTF32, 2 TF32), block,
-// slice depth and load path.
+// The template's inner product (1 3xTF32, 2 TF32), block, slice depth and
+// load path.
 struct GemmVariant {
-  int inner_product = 0;
+  int inner_product = 1;
   int block_m = kTile, block_n = kTile;
   bool column_norm = false; // the block's rows staged together (templates/gemm.cu "column_norm")
   int tile_k = kTileK;
@@ -586,31 +588,12 @@ struct GemmVariant {
   int stages = 2;
   int split_k = 1; // blocks (a cluster) sharing an output block's depth
   bool b_split = false; // 3xTF32 on wgmma with B's small parts split before the kernel
-  // Dynamic shared memory (tensor cores): the slices in flight, or the
-  // epilogue tile and its scratch if larger (templates/gemm.cu asserts it is
-  // enough).
+  // Dynamic shared memory: the slices in flight, or the epilogue's staging
+  // if larger (templates/gemm/geometry.h; the template asserts it is enough).
   int64_t shared_floats() const {
-    if (inner_product == 0)
-      return 0;
-    // A column norm stages all the block's rows (templates/gemm.cu).
-    const int64_t epilogue = std::max<int64_t>(kTile * (kTile + 1) + (kThreads / kTile) * kTile + kTile,
-                                               column_norm ? int64_t{block_m} * (kTile + 1) : 0);
-    if (async) {
-      // mma.sync: rows padded by 4 floats. wgmma (sm_90a, 128-row blocks):
-      // unpadded rows, 3xTF32's small parts of B for two slices (A is split
-      // in registers), 1 KB for alignment. The same source serves both, so it
-      // gets the larger.
-      const int64_t rows = block_m + block_n;
-      const int64_t mma_sync = stages * rows * (tile_k + 4);
-      const int64_t wgmma = stages * (rows + (b_split ? block_n : 0)) * tile_k +
-                            (inner_product == 1 && !b_split ? 2 * block_n * tile_k : 0) + 256;
-      return std::max({mma_sync, block_m == 128 ? wgmma : 0, epilogue, split_k_staging()});
-    }
-    const int64_t slice = tile_k * ((block_m + kTensorCorePad) + (block_n + kTensorCorePad));
-    return std::max({2 * slice, epilogue, split_k_staging()});
+    return gemm_layout::shared_floats(
+        {inner_product, block_m, block_n, tile_k, stages, split_k, async, b_split, column_norm});
   }
-  // Split-K stages the block's accumulators for the cluster's sum.
-  int64_t split_k_staging() const { return split_k > 1 ? int64_t{block_m} * block_n : 0; }
 };
 
 // Tensor cores for every precision: strict precision through the 3xTF32
@@ -807,8 +790,7 @@ struct TailSplit {
 };
 
 std::optional<TailSplit> tail_split(const EmitContext& ctx, const GemmMapping& g, const GemmVariant& v) {
-  if (!ctx.target().clusters || ctx.options().gemm_block || v.inner_product == 0 || v.split_k > 1 || v.block_m != 128 ||
-      v.block_n != 128)
+  if (!ctx.target().clusters || ctx.options().gemm_block || v.split_k > 1 || v.block_m != 128 || v.block_n != 128)
     return std::nullopt;
   const int64_t enough_blocks = ctx.target().sm_count;
   if (!g.launch_rows.value || !g.launch_cols.value || !g.launch_depth.value || !g.launch_batches.value ||

@@ -13,6 +13,7 @@
 
 #include "support/TestSupport.h"
 
+#include "fusegen/KernelLimits.h"
 #include "fusegen/Runtime.h"
 
 #include <gtest/gtest.h>
@@ -38,8 +39,8 @@ extern void (*g_reset)();
 inline void reset_fake() { g_reset(); }
 
 struct FusegenArgsHost {
-  unsigned long long buf[32];
-  long long dim[8];
+  unsigned long long buf[kFusegenMaxBuffers];
+  long long dim[kFusegenMaxDims];
 };
 
 inline FusegenArgsHost args_of(const fakecuda::Launch& launch) {
