@@ -442,6 +442,15 @@ conv_case(
     dilation=(2, 1),
 )
 
+
+
+
+# Cases of issue 24 (N-d convolutions and pools), kept in their own file.
+import golden_nd  # noqa: E402  (scripts/ is on sys.path when this runs as a script)
+
+golden_nd.add_cases(sys.modules[__name__])
+
+
 # ---------------------------------------------------------------------------
 # Normalization
 

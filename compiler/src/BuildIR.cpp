@@ -441,9 +441,12 @@ private:
         return AttrValue(e.text);
       return mismatch();
     case ParamKind::Ints:
-    case ParamKind::OptionalInts: {
+    case ParamKind::OptionalInts:
+    case ParamKind::IntsOrString: {
       if (e.kind == ast::ExprKind::None && param.kind == ParamKind::OptionalInts)
         return AttrValue(NoneAttr{});
+      if (e.kind == ast::ExprKind::String && param.kind == ParamKind::IntsOrString)
+        return AttrValue(e.text);
       if (e.kind == ast::ExprKind::Int)
         return AttrValue(std::vector<int64_t>{e.int_value});
       if (e.kind != ast::ExprKind::Tuple)

@@ -33,6 +33,8 @@ const char* param_kind_name(ParamKind kind) {
   case ParamKind::Ints: return "an int or a tuple of ints";
   case ParamKind::OptionalFloat: return "a number or None";
   case ParamKind::OptionalInts: return "an int, a tuple of ints or None";
+  case ParamKind::IntsOrString:
+    return "an int, a tuple of ints or a string";
   }
   return "?";
 }
@@ -70,6 +72,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_pointwise_ops(r);
     register_reduction_ops(r);
     register_contraction_ops(r);
+    register_convolution_ops(r);
     register_normalization_ops(r);
     register_window_ops(r);
     register_misc_ops(r);

@@ -190,9 +190,8 @@ TEST(ContractionOps, Conv2dErrors) {
             "conv2d: padding must be non-negative but got -1x-1");
   EXPECT_EQ(error({"[1, 1, 8, 8]", "[1, 1, 3, 3]", nullptr}, {{"stride", ints({1, 2, 3})}}),
             "conv2d: stride must be an int or a pair of ints (H, W) but got 3 values");
-  EXPECT_EQ(error({"[1, 1, 8, 8]", "[1, 1, 3, 3]", nullptr}, {{"padding", std::string("same")}}),
-            "conv2d: string padding values such as \"same\" are not supported; give an int or a "
-            "pair of ints");
+  EXPECT_EQ(error({"[1, 1, 8, 8]", "[1, 1, 3, 3]", nullptr}, {{"padding", std::string("full")}}),
+            "conv2d: padding must be \"same\", \"valid\", an int or a tuple of ints but got \"full\"");
   EXPECT_EQ(error({"[N, 3, H, 32]", "[16, 3, 3, 3]", nullptr}),
             "conv2d: spatial dims must be constants (H is symbolic in input [N, 3, H, 32])");
   EXPECT_EQ(error({"[N, 3, 32, 32]", "[16, 3, K, K]", nullptr}),

@@ -21,7 +21,7 @@ TEST(WindowOps, Registration) {
   std::vector<std::string> names;
   for (const ParamSpec& p : max_pool.params)
     names.push_back(p.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"input", "kernel_size", "stride", "padding"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"input", "kernel_size", "stride", "padding", "dilation", "ceil_mode"}));
   EXPECT_FALSE(max_pool.param("kernel_size")->default_value);
   EXPECT_EQ(max_pool.param("stride")->kind, ParamKind::OptionalInts);
   EXPECT_EQ(max_pool.param("stride")->default_value, AttrValue(NoneAttr{}));

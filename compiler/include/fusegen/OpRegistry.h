@@ -21,11 +21,11 @@ namespace fusegen {
 // What the fusion planner needs to know about an op.
 enum class OpKind {
   Pointwise,     // elementwise with broadcasting (activations, arithmetic, clamp)
-  Contraction,   // linear, matmul, conv2d
+  Contraction,   // linear, matmul, conv1d/2d/3d, conv_transpose1d/2d/3d
   Normalization, // group_norm, layer_norm, instance_norm, softmax, log_softmax
   ColumnNorm,    // batch_norm: statistics over all but the channel dim
   Reduction,     // sum, mean, amax, ..., logsumexp
-  Window,        // max_pool2d, avg_pool2d, adaptive_avg_pool2d
+  Window,        // max/avg pools and adaptive max/avg pools, 1-3 spatial dims
   Identity,      // dropout in eval mode
   Constant,      // scalar literal materialized as a 0-d tensor
 };
@@ -36,12 +36,13 @@ enum class ParamKind {
   OptionalTensor, // tensor or absent/None
   TensorOrScalar, // tensor, or a numeric literal (becomes a `constant` node)
   Int,
-  Float,          // accepts int literals too
+  Float, // accepts int literals too
   Bool,
   String,
-  Ints,           // an int or a tuple of ints; stored as std::vector<int64_t>
-  OptionalFloat,  // a number or None
-  OptionalInts,   // an int, a tuple of ints, or None
+  Ints,          // an int or a tuple of ints; stored as std::vector<int64_t>
+  OptionalFloat, // a number or None
+  OptionalInts,  // an int, a tuple of ints, or None
+  IntsOrString,  // an int, a tuple of ints, or a string (conv padding "same"/"valid")
 };
 const char* param_kind_name(ParamKind kind);
 
@@ -200,6 +201,7 @@ void register_constant_ops(OpRegistry& registry);
 void register_pointwise_ops(OpRegistry& registry);
 void register_reduction_ops(OpRegistry& registry);
 void register_contraction_ops(OpRegistry& registry);
+void register_convolution_ops(OpRegistry& registry);
 void register_normalization_ops(OpRegistry& registry);
 void register_window_ops(OpRegistry& registry);
 void register_misc_ops(OpRegistry& registry);

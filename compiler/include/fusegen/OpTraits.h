@@ -66,6 +66,9 @@ struct OpTraits {
   WindowCombine window = WindowCombine::None;
   bool adaptive_window = false; // window extents derived from the output size
   int spatial_dims = 0;         // convolutions and windows: the trailing dims they slide over
+  // Convolutions: weight [C_in, C_out/groups, k...], the gradient of a
+  // convolution with respect to its input (conv_transpose*).
+  bool transposed = false;
 };
 
 } // namespace fusegen

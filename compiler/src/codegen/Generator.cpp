@@ -10,6 +10,7 @@
 #include "codegen/HostLauncher.h"
 #include "fusegen/Planner.h"
 #include "fusegen/TemplateText.h"
+#include "plan/GpuSupport.h"
 
 #include <set>
 #include <sstream>
@@ -147,6 +148,8 @@ Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const Codege
   CodeWriter launchers;
   CodeWriter header;
   for (const Plan& plan : plans) {
+    if (std::optional<Error> gap = plan::gpu_kernel_gap(plan.fusion))
+      return *gap;
     GeneratedFusion fusion;
     fusion.name = plan.fusion.name;
     fusion.precision = options.precision.value_or(plan.fusion.precision);

@@ -118,25 +118,54 @@ Shape reduced_symbolic_shape(const Shape& shape, const std::vector<int64_t>& dim
 namespace fusegen::ops {
 
 std::optional<std::vector<int64_t>> spatial_pair_attr(ShapeContext& ctx, const std::string& param) {
+  return spatial_attr(ctx, param, 2);
+}
+
+std::optional<std::vector<int64_t>> spatial_attr(ShapeContext& ctx, const std::string& param, size_t n) {
+  static const char* const kShapes[] = {"", "a 1-tuple of ints (L)", "a pair of ints (H, W)",
+                                        "a triple of ints (D, H, W)"};
+  const std::string shape = n == 2 ? "a pair of ints" : kShapes[n];
   auto it = ctx.attrs().find(param);
   if (it != ctx.attrs().end() && std::holds_alternative<std::string>(it->second))
-    return ctx.error(param, "string " + param + " values such as \"same\" are not supported; " +
-                                "give an int or a pair of ints");
+    return ctx.error(param,
+                     "string " + param + " values such as \"same\" are not supported; " + "give an int or " + shape);
   if (it == ctx.attrs().end() || !(std::holds_alternative<int64_t>(it->second) ||
                                    std::holds_alternative<std::vector<int64_t>>(it->second)))
-    return ctx.error(param, param + " must be an int or a pair of ints");
+    return ctx.error(param, param + " must be an int or " + shape);
   std::vector<int64_t> values = ctx.get_ints(param);
-  if (values.size() != 1 && values.size() != 2)
-    return ctx.error(param, param + " must be an int or a pair of ints (H, W) but got " +
-                                std::to_string(values.size()) + " values");
-  std::vector<int64_t> pair = spatial_pair(values);
-  ctx.set_attr(param, pair);
-  return pair;
+  if (values.size() != 1 && values.size() != n)
+    return ctx.error(param, param + " must be an int or " + kShapes[n] + " but got " + std::to_string(values.size()) +
+                                " values");
+  std::vector<int64_t> result = spatial_values(values, n);
+  ctx.set_attr(param, result);
+  return result;
 }
 
 std::vector<int64_t> spatial_pair(const std::vector<int64_t>& values) {
   assert(!values.empty());
   return {values.front(), values.back()};
+}
+
+std::vector<int64_t> spatial_values(const std::vector<int64_t>& values, size_t n) {
+  assert(!values.empty());
+  if (values.size() == n)
+    return values;
+  return std::vector<int64_t>(n, values.front());
+}
+
+std::string spatial_names(size_t n) { return n == 1 ? "L" : n == 2 ? "H, W" : "D, H, W"; }
+
+bool check_bias(ShapeContext& ctx, const Dim& out, const TensorType& weight) {
+  const TensorType* bias = ctx.tensor("bias");
+  if (!bias)
+    return true;
+  if (bias->rank() != 1) {
+    ctx.error("bias", "expected a 1-d bias [" + out.str() + "] but got " + shape_str(bias->shape));
+    return false;
+  }
+  return ctx.unify(bias->shape[0], out,
+                   "bias has " + shape_str(bias->shape) + " but weight has " + shape_str(weight.shape) +
+                       ": expected one bias value per output");
 }
 
 std::string pair_str(const std::vector<int64_t>& values) {

@@ -65,6 +65,16 @@ namespace fusegen::ops {
 std::optional<std::vector<int64_t>> spatial_pair_attr(ShapeContext& ctx, const std::string& param);
 // The (H, W) pair of an int-or-tuple value at reference time (canonical or not).
 std::vector<int64_t> spatial_pair(const std::vector<int64_t>& values);
+// The N-d form (N = 1, 2, 3) of spatial_pair_attr: one int applies to every
+// spatial dim; stored back as an N-element tuple. N == 2 is spatial_pair_attr.
+std::optional<std::vector<int64_t>> spatial_attr(ShapeContext& ctx, const std::string& param, size_t n);
+// The N values of an int-or-tuple value at reference time (canonical or not).
+std::vector<int64_t> spatial_values(const std::vector<int64_t>& values, size_t n);
+// "L", "H, W" or "D, H, W": the names of N trailing spatial dims.
+std::string spatial_names(size_t n);
+// The optional `bias` operand: absent, or 1-d [out] (`out` is the weight's
+// output-feature dim). Reports other shapes.
+bool check_bias(ShapeContext& ctx, const Dim& out, const TensorType& weight);
 // "3x3" for {3, 3}.
 std::string pair_str(const std::vector<int64_t>& values);
 // `shape` with every symbol that inference has fixed replaced by its constant.
