@@ -7,14 +7,13 @@
 // conv2d (per sample, group and row tile). See docs/kernels-gemm.md.
 #include "codegen/BatchNormStats.h"
 #include "codegen/Emitters.h"
+#include "codegen/GemmParts.h"
 #include "codegen/HookBody.h"
 #include "codegen/KernelParts.h"
 #include "codegen/PointwiseEmitter.h"
 #include "fusegen/OpRegistry.h"
 #include "ops/OpHelpers.h"
 #include "plan/PlanQueries.h"
-
-#include "gemm/geometry.h" // templates/gemm/geometry.h
 
 #include <algorithm>
 #include <cstddef>
@@ -23,9 +22,8 @@
 namespace fusegen::codegen {
 namespace {
 
-// Geometry of templates/gemm.cu (static_asserted there); its shared-memory
-// layout is templates/gemm/geometry.h, shared with the template.
-constexpr int kTile = gemm_layout::kTile; // rows and columns of an epilogue tile
+// Geometry of templates/gemm.cu (static_asserted there); kTile and the
+// shared-memory layout come from templates/gemm/geometry.h (GemmParts.h).
 constexpr int kTileK = 16;
 constexpr int kThreads = gemm_layout::kThreads;
 // Tensor-core blocks below one per SM (Target::sm_count) leave SMs idle, so
@@ -35,37 +33,11 @@ constexpr int kThreads = gemm_layout::kThreads;
 // of all of them (chain 39: 32). 62 and 75 ran 1-5% faster strict and 0-8%
 // tf32, 39 from 3% faster to 0.5% slower; 8 was no better (NOTES v25).
 constexpr int kRasterRowBlocks = 16;
-constexpr int kTensorCoreTileK = 32; // four k steps per barrier
-constexpr int kGatherTileK = 8;      // element loads: few staging registers (two blocks per SM)
-constexpr int64_t kMaxDepthTable = 4096; // ints of static shared memory for A's depth offsets (16 KB)
+constexpr int kTensorCoreTileK = 32;     // four k steps per barrier
+constexpr int kGatherTileK = 8;          // element loads: few staging registers (two blocks per SM)
 constexpr int kTensorCoreStages = 4;     // slices in flight on the cp.async path
 constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxGridYZ = 65535; // the template loops over the rest
-
-// How a contraction maps onto the template's problem: C[b][m][n] =
-// sum_k A(b, m, k) * B(b, k, n), and where element (b, m, n) lives in the
-// contraction's output.
-struct GemmMapping {
-  std::string rows, cols, depth, batches; // device code
-  SizeExpr launch_rows, launch_cols, launch_batches, launch_depth;
-  bool a_along_k = true, b_along_k = true; // which index is contiguous in memory
-  bool out_along_m = false;                // the output is contiguous along m (conv2d's pixels), not n
-  // 16-byte loads: the contiguous extent (and every batch offset) is a
-  // multiple of 4, so vectors at indices divisible by 4 are aligned and whole.
-  bool a_vector = false, b_vector = false;
-  std::vector<std::string> a_offset, b_offset, a_address, b_address; // hook bodies
-  // A's addresses as a_row(m) + a table of a_depth_offset(k) (templates/gemm.cu
-  // "a_depth_table"): K entries, or 0 for a_address() alone.
-  int64_t a_depth_table = 0;
-  std::vector<std::string> a_row, a_depth_offset;
-  // Statements defining the output coordinates from (batch, m, n), and their names.
-  std::vector<std::string> coord_lines;
-  std::vector<std::string> coords;
-  std::string bias; // added to the accumulator; empty without bias
-  // The output is a plain [M, N] matrix with coordinates (m, n) and one batch:
-  // what the row norm, row reduction and batch_norm statistics assume.
-  bool is_matrix = false;
-};
 
 struct Params {
   std::vector<std::pair<std::string, std::string>> list; // (type, name)
@@ -76,11 +48,6 @@ struct Params {
     return out;
   }
 };
-
-// True if `name` occurs in `lines` as a whole identifier.
-bool mentions(const std::vector<std::string>& lines, const std::string& name) {
-  return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) { return uses(line, name); });
-}
 
 // A function hook whose unused parameters are voided (warnings are errors).
 std::string hook(const std::string& return_type, const std::string& name, const Params& params,
@@ -97,486 +64,6 @@ std::string bool_hook(const std::string& name, bool value) {
   return "constexpr bool " + name + " = " + (value ? "true" : "false") + ";";
 }
 
-ValueId operand(const Node& node, const char* param) {
-  int slot = OpRegistry::builtin().find(node.op)->tensor_slot(param);
-  return slot < 0 ? kNoId : node.operands[static_cast<size_t>(slot)];
-}
-
-const Shape& shape_of(const EmitContext& ctx, ValueId value) { return ctx.fusion().value(value).type.shape; }
-
-
-// Inserts `(void)name;` after the first `defined` lines of `body` for each of
-// `names` the rest of the body does not use (decoded coordinates).
-std::vector<std::string> void_unused(std::vector<std::string> body, size_t defined,
-                                     const std::vector<std::string>& names) {
-  std::vector<std::string> rest(body.begin() + static_cast<std::ptrdiff_t>(defined), body.end());
-  std::vector<std::string> voids;
-  for (const std::string& name : names)
-    if (name != "m" && name != "n" && !mentions(rest, name))
-      voids.push_back("(void)" + name + ";");
-  body.insert(body.begin() + static_cast<std::ptrdiff_t>(defined), voids.begin(), voids.end());
-  return body;
-}
-
-// ---- contraction mappings ----
-
-// linear: x [..., K] (leading dims flattened into m), weight [N, K], bias [N].
-GemmMapping map_linear(const EmitContext& ctx, const Node& node) {
-  const Shape& x = shape_of(ctx, operand(node, "input"));
-  const Shape& w = shape_of(ctx, operand(node, "weight"));
-  const Shape& out = shape_of(ctx, node.result);
-  GemmMapping g;
-  size_t lead = x.size() - 1;
-  g.rows = ctx.product(x, 0, lead);
-  g.cols = ctx.dim(w[0]);
-  g.depth = ctx.dim(w[1]);
-  g.batches = "1LL";
-  g.launch_rows = ctx.size(x, 0, lead);
-  g.launch_cols = ctx.size(w, 0, 1);
-  g.launch_batches = ctx.constant(1);
-  g.launch_depth = ctx.size(w, 1, 2);
-  g.a_along_k = g.b_along_k = true;
-  const plan::VectorOperands vectors = plan::vector_operands(ctx.fusion(), node);
-  g.a_vector = vectors.a;
-  g.b_vector = vectors.b;
-  g.a_offset = g.b_offset = {"return 0;"};
-  g.a_address = {"return " + (ctx.value_buffer(operand(node, "input")) + " + m * " + g.depth + " + k") + ";"};
-  g.b_address = {"return " + (ctx.value_buffer(operand(node, "weight")) + " + n * " + g.depth + " + k") + ";"};
-  if (out.size() == 1) {
-    g.coords = {"n"};
-  } else if (out.size() == 2) {
-    g.coords = {"m", "n"};
-    g.is_matrix = true;
-  } else {
-    Shape leading(out.begin(), out.end() - 1);
-    decode_index(ctx, leading, "m", "o", g.coord_lines);
-    for (size_t d = 0; d < leading.size(); ++d)
-      g.coords.push_back("o" + std::to_string(d));
-    g.coords.push_back("n");
-  }
-  if (ValueId bias = operand(node, "bias"); bias != kNoId)
-    g.bias = ctx.value_buffer(bias) + "[n]";
-  return g;
-}
-
-// matmul with torch semantics: a [..., M, K] or [K], b [..., K, N] or [K];
-// broadcast batch dims are folded into the batch index (a dim of 1 broadcasts).
-GemmMapping map_matmul(const EmitContext& ctx, const Node& node) {
-  ValueId a_id = operand(node, "input"), b_id = operand(node, "other");
-  const Shape& a = shape_of(ctx, a_id);
-  const Shape& b = shape_of(ctx, b_id);
-  const Shape& out = shape_of(ctx, node.result);
-  bool a_matrix = a.size() >= 2, b_matrix = b.size() >= 2;
-  Shape a_batch(a.begin(), a.end() - (a_matrix ? 2 : 1));
-  Shape b_batch(b.begin(), b.end() - (b_matrix ? 2 : 1));
-  Shape batch(out.begin(), out.end() - (a_matrix ? 1 : 0) - (b_matrix ? 1 : 0));
-  GemmMapping g;
-  g.rows = a_matrix ? ctx.dim(a[a.size() - 2]) : "1LL";
-  g.cols = b_matrix ? ctx.dim(b.back()) : "1LL";
-  g.depth = ctx.dim(a.back());
-  g.batches = ctx.product(batch, 0, batch.size());
-  g.launch_rows = a_matrix ? ctx.size(a, a.size() - 2, a.size() - 1) : ctx.constant(1);
-  g.launch_cols = b_matrix ? ctx.size(b, b.size() - 1, b.size()) : ctx.constant(1);
-  g.launch_batches = ctx.size(batch, 0, batch.size());
-  g.launch_depth = ctx.size(a, a.size() - 1, a.size());
-  g.a_along_k = true;
-  g.b_along_k = !b_matrix;
-  const plan::VectorOperands vectors = plan::vector_operands(ctx.fusion(), node);
-  g.a_vector = vectors.a;
-  g.b_vector = vectors.b;
-
-  std::vector<std::string> batch_lines, batch_coords;
-  decode_index(ctx, batch, "batch", "b", batch_lines);
-  for (size_t d = 0; d < batch.size(); ++d)
-    batch_coords.push_back("b" + std::to_string(d));
-  auto batch_offset = [&](const Shape& operand_batch, const std::string& matrix_size) {
-    if (operand_batch.empty())
-      return std::vector<std::string>{"return 0;"};
-    std::vector<std::string> body = batch_lines;
-    body.push_back("return (" + broadcast_offset(ctx, operand_batch, batch_coords) + ") * " + matrix_size + ";");
-    return void_unused(body, batch_lines.size(), batch_coords);
-  };
-  g.a_offset = batch_offset(a_batch, "(" + g.rows + " * " + g.depth + ")");
-  g.b_offset = batch_offset(b_batch, "(" + g.depth + " * " + g.cols + ")");
-  std::string a_row = a_matrix ? "m * " + g.depth + " + " : "";
-  g.a_address = {"return " + (ctx.value_buffer(a_id) + " + a_base + " + a_row + "k") + ";"};
-  std::string b_index = b_matrix ? "k * " + g.cols + " + n" : "k";
-  g.b_address = {"return " + (ctx.value_buffer(b_id) + " + b_base + " + b_index) + ";"};
-
-  g.coord_lines = batch_lines;
-  g.coords = batch_coords;
-  if (a_matrix)
-    g.coords.push_back("m");
-  if (b_matrix)
-    g.coords.push_back("n");
-  g.is_matrix = batch.empty() && a_matrix && b_matrix;
-  return g;
-}
-
-std::pair<int64_t, int64_t> pair_attr(const Node& node, const char* name) {
-  const auto& values = std::get<std::vector<int64_t>>(node.attrs.at(name));
-  return {values.at(0), values.at(1)};
-}
-
-// conv2d as implicit GEMM: batch = (sample, conv group), m = output position
-// (oh, ow), n = output channel within the group, k = (input channel, kh, kw).
-// A is gathered from the input (zero padding by bounds checks), B is the
-// weight [O, C/groups * kh * kw] read as [N, K].
-Result<GemmMapping> map_conv(const EmitContext& ctx, const Node& node) {
-  ValueId x_id = operand(node, "input"), w_id = operand(node, "weight");
-  const Shape& x = shape_of(ctx, x_id);
-  const Shape& w = shape_of(ctx, w_id);
-  const Shape& out = shape_of(ctx, node.result);
-  size_t spatial = x.size() - 2;
-  for (size_t d = x.size() - 3; d < x.size(); ++d)
-    if (!x[d].is_constant())
-      return Error{"conv2d input " + shape_str(x) + " has a symbolic channel or spatial dim; the GEMM kernel "
-                   "needs them constant"};
-  if (!shape_is_constant(w))
-    return Error{"conv2d weight " + shape_str(w) + " has symbolic dims; the GEMM kernel needs them constant"};
-  int64_t channels = x[spatial - 1].value(), height = x[spatial].value(), width = x[spatial + 1].value();
-  int64_t out_channels = w[0].value(), group_channels = w[1].value(), kh = w[2].value(), kw = w[3].value();
-  int64_t out_height = out[out.size() - 2].value(), out_width = out[out.size() - 1].value();
-  int64_t groups = std::get<int64_t>(node.attrs.at("groups"));
-  auto [stride_h, stride_w] = pair_attr(node, "stride");
-  auto [pad_h, pad_w] = pair_attr(node, "padding");
-  auto [dil_h, dil_w] = pair_attr(node, "dilation");
-  int64_t taps = kh * kw, depth = group_channels * taps, positions = out_height * out_width;
-  int64_t group_outputs = out_channels / groups, plane = height * width;
-  constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
-  if (positions > kIntMax || depth > kIntMax || plane > kIntMax)
-    return Error{"conv2d output positions, K or input plane exceed 2^31 - 1"};
-  bool batched = x.size() == 4;
-  std::string n_text = std::to_string(groups) + "LL";
-  auto num = [](int64_t v) { return std::to_string(v); };
-
-  GemmMapping g;
-  g.rows = num(positions) + "LL";
-  g.cols = num(group_outputs) + "LL";
-  g.depth = num(depth) + "LL";
-  g.launch_rows = ctx.constant(positions);
-  g.launch_cols = ctx.constant(group_outputs);
-  g.launch_depth = ctx.constant(depth);
-  if (batched) {
-    g.batches = groups == 1 ? ctx.dim(x[0]) : "(" + ctx.dim(x[0]) + " * " + n_text + ")";
-    g.launch_batches = ctx.mul(ctx.size(x, 0, 1), ctx.constant(groups));
-  } else {
-    g.batches = n_text;
-    g.launch_batches = ctx.constant(groups);
-  }
-  g.a_along_k = false; // consecutive output positions read neighbouring input pixels
-  g.b_along_k = true;
-  g.out_along_m = true; // NCHW: an output channel's pixels are adjacent
-
-  // A: the first input channel of (sample, conv group), then the gathered pixel.
-  std::string sample_plane = num(channels * plane) + "LL";
-  if (groups == 1)
-    g.a_offset = {"return batch * " + sample_plane + ";"};
-  else
-    g.a_offset = {"return (batch / " + n_text + ") * " + sample_plane + " + (batch % " + n_text + ") * " +
-                  num(group_channels * plane) + "LL;"};
-  std::vector<std::string>& load = g.a_address;
-  load.push_back("const int p = static_cast<int>(m);");
-  load.push_back("const int oh = p / " + num(out_width) + ", ow = p % " + num(out_width) + ";");
-  load.push_back("const int kq = static_cast<int>(k);");
-  if (taps == 1) {
-    load.push_back("const int c = kq, i = 0, j = 0;");
-  } else {
-    load.push_back("const int c = kq / " + num(taps) + ", tap = kq % " + num(taps) + ";");
-    load.push_back("const int i = tap / " + num(kw) + ", j = tap % " + num(kw) + ";");
-  }
-  auto position = [&](const char* out_coord, const char* tap, int64_t stride, int64_t pad, int64_t dilation) {
-    std::string text = std::string(out_coord) + (stride == 1 ? "" : " * " + num(stride));
-    if (pad != 0)
-      text += " - " + num(pad);
-    return text + " + " + tap + (dilation == 1 ? "" : " * " + num(dilation));
-  };
-  load.push_back("const int ih = " + position("oh", "i", stride_h, pad_h, dil_h) + ";");
-  load.push_back("const int iw = " + position("ow", "j", stride_w, pad_w, dil_w) + ";");
-  // Without padding every tap of a valid output position is inside the input.
-  std::string outside;
-  if (pad_h != 0)
-    outside += "ih < 0 || ih >= " + num(height);
-  if (pad_w != 0)
-    outside += std::string(outside.empty() ? "" : " || ") + "iw < 0 || iw >= " + num(width);
-  if (!outside.empty())
-    load.push_back("if (" + outside + ") return nullptr; // zero padding");
-  std::string channel_offset = group_channels * plane > kIntMax ? "static_cast<long long>(c) * " + num(plane) + "LL"
-                                                                : "c * " + num(plane);
-  load.push_back("return " + (ctx.value_buffer(x_id) + " + a_base + " + channel_offset + " + ih * " + num(width) +
-                                 " + iw") + ";");
-  // Without padding the address separates into the output pixel's corner
-  // (per row) and the tap's offset from it (per k, tabled once per block).
-  if (pad_h == 0 && pad_w == 0 && depth <= kMaxDepthTable && group_channels * plane <= kIntMax) {
-    g.a_depth_table = depth;
-    g.a_row = {"const int p = static_cast<int>(m);",
-               "const int oh = p / " + num(out_width) + ", ow = p % " + num(out_width) + ";",
-               "return " + ctx.value_buffer(x_id) + " + a_base + oh * " + num(stride_h * width) + " + ow" +
-                   (stride_w == 1 ? "" : " * " + num(stride_w)) + ";"};
-    std::vector<std::string>& offset = g.a_depth_offset;
-    offset.push_back("const int kq = static_cast<int>(k);");
-    offset.push_back(taps == 1 ? "const int c = kq, i = 0, j = 0;"
-                               : "const int c = kq / " + num(taps) + ", tap = kq % " + num(taps) + ";");
-    if (taps != 1)
-      offset.push_back("const int i = tap / " + num(kw) + ", j = tap % " + num(kw) + ";");
-    offset.push_back("return c * " + num(plane) + " + i" + (dil_h == 1 ? "" : " * " + num(dil_h)) + " * " +
-                     num(width) + " + j" + (dil_w == 1 ? "" : " * " + num(dil_w)) + ";");
-  }
-
-  if (groups == 1)
-    g.b_offset = {"return 0;"};
-  else
-    g.b_offset = {"return (batch % " + n_text + ") * " + num(group_outputs * depth) + "LL;"};
-  g.b_address = {"return " + (ctx.value_buffer(w_id) + " + b_base + n * " + g.depth + " + k") + ";"};
-
-  std::string sample = groups == 1 ? "batch" : "batch / " + n_text;
-  std::string channel = groups == 1 ? "n" : "(batch % " + n_text + ") * " + num(group_outputs) + "LL + n";
-  if (batched)
-    g.coord_lines.push_back("const long long sample = " + sample + ";");
-  g.coord_lines.push_back("const long long o = " + channel + ";");
-  g.coord_lines.push_back("const long long oh = m / " + num(out_width) + "LL, ow = m % " + num(out_width) + "LL;");
-  if (batched)
-    g.coords.push_back("sample");
-  g.coords.insert(g.coords.end(), {"o", "oh", "ow"});
-  if (ValueId bias = operand(node, "bias"); bias != kNoId)
-    g.bias = ctx.value_buffer(bias) + "[o]";
-  return g;
-}
-
-Result<GemmMapping> map_contraction(const EmitContext& ctx, const Node& node) {
-  const OpTraits& traits = plan::traits_of(node);
-  switch (traits.contraction) {
-  case ContractionForm::RowsTimesWeight:
-    return map_linear(ctx, node);
-  case ContractionForm::BatchedMatmul:
-    return map_matmul(ctx, node);
-  case ContractionForm::Convolution:
-    if (traits.spatial_dims == 2)
-      return map_conv(ctx, node);
-    break;
-  case ContractionForm::None:
-    break;
-  }
-  return Error{"internal error: a GEMM kernel anchored on " + node.op};
-}
-
-// ---- epilogue stages ----
-
-enum class RowReduce { None = 0, Min = 1, Max = 2 };
-
-// What the kernel does after the contraction, read off its KernelStep.
-struct Stages {
-  const Node* contraction = nullptr;
-  const Node* norm = nullptr;   // stage 1: group_norm / layer_norm over columns, or batch_norm (column_norm)
-  const Node* reduce = nullptr; // stage 2: min / max over dim 1
-  const Node* stats = nullptr;  // stats_out: batch_norm or group_norm
-  int64_t norm_group = 0, stats_group = 0;
-  RowReduce row_reduce = RowReduce::None;
-  // A training batch_norm over the GEMM's rows, all of them in one block
-  // (the planner's rule; templates/gemm.cu "column_norm").
-  bool column_norm = false;
-};
-
-Result<Stages> read_stages(const EmitContext& ctx, const GemmMapping& g) {
-  const KernelStep& step = ctx.step();
-  const Fusion& fusion = ctx.fusion();
-  Stages s;
-  if (step.stages.empty() || step.stages.size() > 3 || !step.prologue.empty() || step.stats_in != kNoId)
-    return Error{"internal error: unexpected GEMM kernel layout (a contraction, optionally a row norm and a row "
-                 "reduction; no prologue)"};
-  s.contraction = &fusion.node(step.anchor());
-  if (step.stages.size() >= 2) {
-    s.norm = &fusion.node(step.stages[1].op);
-    s.column_norm = plan::is_column_norm(*s.norm);
-    if (s.column_norm) {
-      if (step.stages.size() != 2 || step.stats_out != kNoId)
-        return Error{"internal error: a GEMM's fused batch_norm is its last stage"};
-    } else if (!plan::is_row_moments(*s.norm)) {
-      return Error{"internal error: GEMM epilogue stage " + s.norm->op + " is not a row or column norm"};
-    } else {
-      s.norm_group = plan::row_group_width(fusion, *s.norm);
-      if (s.norm_group <= 0 || kTile % s.norm_group != 0)
-        return Error{"internal error: " + s.norm->op + " groups do not fit a " + std::to_string(kTile) + "-wide tile"};
-    }
-  }
-  if (step.stages.size() == 3) {
-    s.reduce = &fusion.node(step.stages[2].op);
-    if (!plan::is_min_max(*s.reduce) || plan::reduced_dims(fusion, *s.reduce) != std::vector<int64_t>{1} ||
-        !step.stages[2].pointwise.empty())
-      return Error{"internal error: GEMM epilogue stage " + s.reduce->op + " is not a row min/max"};
-    s.row_reduce = plan::traits_of(*s.reduce).statistic == Statistic::Min ? RowReduce::Min : RowReduce::Max;
-    if (!ctx.is_materialized(s.reduce->result))
-      return Error{"internal error: the row " + s.reduce->op + " result is not in memory"};
-  }
-  if (step.stats_out != kNoId) {
-    s.stats = &fusion.node(step.stats_out);
-    const bool convolution = plan::traits_of(*s.contraction).contraction == ContractionForm::Convolution;
-    if (plan::is_column_norm(*s.stats) && !convolution) {
-      s.stats_group = 1;
-    } else if (plan::channel_groups(*s.stats) > 0 && convolution) {
-      const Shape& input = shape_of(ctx, s.stats->operands[0]);
-      int64_t groups = plan::channel_groups(*s.stats);
-      if (input.size() != 4)
-        return Error{"group_norm statistics after an unbatched conv2d are not supported by the GEMM kernel"};
-      s.stats_group = input[1].value() / groups;
-      int64_t conv_groups = std::get<int64_t>(s.contraction->attrs.at("groups"));
-      int64_t group_outputs = input[1].value() / conv_groups;
-      if (conv_groups > 1 && group_outputs % s.stats_group != 0)
-        return Error{"group_norm groups of " + std::to_string(s.stats_group) + " channels straddle the conv2d's " +
-                     std::to_string(conv_groups) + " channel groups of " + std::to_string(group_outputs) +
-                     "; the GEMM kernel cannot compute their statistics"};
-    } else {
-      return Error{"internal error: GEMM epilogue statistics for " + s.stats->op + " after " + s.contraction->op};
-    }
-    if (s.stats_group <= 0 || kTile % s.stats_group != 0)
-      return Error{"internal error: statistics groups do not fit a " + std::to_string(kTile) + "-wide tile"};
-    if (ctx.stats_buffer(s.stats->id, false) == kNoId)
-      return Error{"internal error: no partial statistics buffer for " + s.stats->op};
-  }
-  bool needs_matrix = s.norm != nullptr || (s.stats != nullptr && plan::is_column_norm(*s.stats));
-  if (needs_matrix && !g.is_matrix) {
-    std::string operands;
-    for (ValueId operand : s.contraction->operands)
-      if (operand != kNoId)
-        operands += (operands.empty() ? "" : " and ") + shape_str(shape_of(ctx, operand));
-    return Error{s.contraction->op + " of " + operands + " gives " + shape_str(shape_of(ctx, s.contraction->result)) +
-                 ", whose rows are not GEMM rows; the GEMM kernel fuses " + (s.norm ? s.norm->op : s.stats->op) +
-                 " only into the result of 2-d operands"};
-  }
-  return s;
-}
-
-size_t stage_of(const KernelStep& step, const Fusion& fusion, ValueId value) {
-  const Value& v = fusion.value(value);
-  for (size_t s = 0; s < step.stages.size(); ++s) {
-    if (step.stages[s].op == v.producer)
-      return s;
-    for (NodeId id : step.stages[s].pointwise)
-      if (id == v.producer)
-        return s;
-  }
-  return step.stages.size();
-}
-
-// Stores every materialized value of `stage` at the element's output offset.
-void store_stage(const EmitContext& ctx, size_t stage, const Shape& domain, const std::vector<std::string>& coords,
-                 PointwiseEmitter& pointwise, std::vector<std::string>& body) {
-  bool first = true;
-  for (const auto& [value, buffer] : stored_values(ctx)) {
-    if (stage_of(ctx.step(), ctx.fusion(), value) != stage)
-      continue;
-    if (first)
-      body.push_back("const long long out = " + broadcast_offset(ctx, domain, coords) + ";");
-    first = false;
-    body.push_back(ctx.buffer(buffer) + "[out] = " + pointwise.value(value) + ";");
-  }
-}
-
-// Stage 0: the contraction result (accumulator plus bias), its pointwise ops,
-// stores; returns the value the next stage reads.
-std::vector<std::string> epilogue_body(const EmitContext& ctx, const GemmMapping& g, const Stages& s) {
-  const Shape& domain = shape_of(ctx, s.contraction->result);
-  std::vector<std::string> body = g.coord_lines;
-  PointwiseEmitter pointwise(ctx, body, domain, g.coords);
-  ValueId result = s.contraction->result;
-  if (g.bias.empty()) {
-    pointwise.bind(result, "acc");
-  } else {
-    std::string name = "v" + std::to_string(result);
-    body.push_back("const float " + name + " = acc + " + g.bias + ";");
-    pointwise.bind(result, name);
-  }
-  store_stage(ctx, 0, domain, g.coords, pointwise, body);
-  ValueId next = s.norm ? s.norm->operands[0] : s.stats ? s.stats->operands[0] : result;
-  body.push_back("return " + pointwise.value(next) + ";");
-  return void_unused(body, g.coord_lines.size(), g.coords);
-}
-
-// Stage 1: the row norm's affine params on the normalized value, its
-// pointwise ops, stores; returns the value the row reduction reads.
-std::vector<std::string> norm_apply_body(const EmitContext& ctx, const Stages& s) {
-  std::vector<std::string> body;
-  if (!s.norm)
-    return {"return normalized;"};
-  const Shape& domain = shape_of(ctx, s.norm->result);
-  std::vector<std::string> coords = {"m", "n"};
-  PointwiseEmitter pointwise(ctx, body, domain, coords);
-  std::string value = "normalized";
-  if (ValueId weight = operand(*s.norm, "weight"); weight != kNoId)
-    value += " * " + ctx.value_buffer(weight) + "[n]";
-  if (ValueId bias = operand(*s.norm, "bias"); bias != kNoId)
-    value += " + " + ctx.value_buffer(bias) + "[n]";
-  if (value == "normalized") {
-    pointwise.bind(s.norm->result, value); // no affine params
-  } else {
-    std::string name = "v" + std::to_string(s.norm->result);
-    body.push_back("const float " + name + " = " + value + ";");
-    pointwise.bind(s.norm->result, name);
-  }
-  store_stage(ctx, 1, domain, coords, pointwise, body);
-  body.push_back("return " + pointwise.value(s.reduce ? s.reduce->operands[0] : s.norm->result) + ";");
-  return body;
-}
-
-// The (count, mean, M2) triple of a statistics group (see AssignBuffers'
-// partials layouts).
-std::vector<std::string> stats_slot_body(const EmitContext& ctx, const GemmMapping& g, const Stages& s) {
-  if (!s.stats)
-    return {"return nullptr;"};
-  std::string partials = ctx.buffer(ctx.stats_buffer(s.stats->id, false));
-  if (plan::is_column_norm(*s.stats)) // [ceil(M / tile), C, 3]
-    return {"return " + partials + " + (row_tile * " + g.cols + " + n) * 3;"};
-  // group_norm after conv2d: [N, G, ceil(OH * OW / tile), 3]
-  int64_t groups = plan::channel_groups(*s.stats);
-  int64_t conv_groups = std::get<int64_t>(s.contraction->attrs.at("groups"));
-  const Shape& out = shape_of(ctx, s.contraction->result);
-  int64_t positions = out[2].value() * out[3].value();
-  int64_t tiles = (positions + kTile - 1) / kTile;
-  std::string g_text = std::to_string(groups) + "LL", tiles_text = std::to_string(tiles) + "LL";
-  std::string per_group = std::to_string(s.stats_group) + "LL";
-  std::vector<std::string> body;
-  if (conv_groups == 1) {
-    body.push_back("const long long sample = batch, channel = n;");
-  } else {
-    std::string cg = std::to_string(conv_groups) + "LL";
-    body.push_back("const long long sample = batch / " + cg + ";");
-    body.push_back("const long long channel = (batch % " + cg + ") * " + g.cols + " + n;");
-  }
-  body.push_back("return " + partials + " + ((sample * " + g_text + " + channel / " + per_group + ") * " + tiles_text +
-                 " + row_tile) * 3;");
-  return body;
-}
-
-// The fused batch_norm's running stats from a column's statistics.
-Result<std::vector<std::string>> column_stats_body(const EmitContext& ctx, const Stages& s) {
-  std::vector<std::string> body = {"(void)args;",  "(void)batch;", "(void)n;",
-                                   "(void)count;", "(void)mean;",  "(void)m2;"};
-  if (!s.column_norm)
-    return body;
-  Result<std::vector<std::string>> updates = running_stat_updates(ctx, *s.norm, "n", "mean", "total");
-  if (!updates)
-    return Error{updates.error()};
-  if (updates.value().empty())
-    return body;
-  body.push_back("const FusegenWelford total{count, mean, m2};");
-  body.insert(body.end(), updates.value().begin(), updates.value().end());
-  return body;
-}
-
-// The row reduction's slot: its one element per row (atomics), or with
-// partials per tile the tile's own: [tile, row].
-std::vector<std::string> reduce_slot_body(const EmitContext& ctx, const Stages& s) {
-  if (!s.reduce)
-    return {"return nullptr;"};
-  if (ctx.step().row_reduce_parts == 0)
-    return {"return " + ctx.value_buffer(s.reduce->result) + " + m;"};
-  const Shape& input = shape_of(ctx, s.reduce->operands[0]);
-  return {"return " + ctx.value_buffer(s.reduce->result) + " + (n / " + std::to_string(kTile) + ") * " +
-          ctx.dim(input[0]) + " + m;"};
-}
-
-std::vector<std::string> returns(const std::string& expr) { return {"return " + expr + ";"}; }
-
 // The template's inner product (1 3xTF32, 2 TF32), block, slice depth and
 // load path.
 struct GemmVariant {
@@ -586,7 +73,7 @@ struct GemmVariant {
   int tile_k = kTileK;
   bool async = false; // cp.async pipeline: both operands vectors along k
   int stages = 2;
-  int split_k = 1; // blocks (a cluster) sharing an output block's depth
+  int split_k = 1;      // blocks (a cluster) sharing an output block's depth
   bool b_split = false; // 3xTF32 on wgmma with B's small parts split before the kernel
   // Dynamic shared memory: the slices in flight, or the epilogue's staging
   // if larger (templates/gemm/geometry.h; the template asserts it is enough).
@@ -878,8 +365,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   if (s.norm) {
     eps = ops::cuda_float(std::get<double>(s.norm->attrs.at("eps")));
     if (eps.find("__") != std::string::npos)
-      return Error{s.norm->op + " eps " + format_double(std::get<double>(s.norm->attrs.at("eps"))) +
-                   " is not finite"};
+      return Error{s.norm->op + " eps " + format_double(std::get<double>(s.norm->attrs.at("eps"))) + " is not finite"};
   }
 
   const Params args{{{"const FusegenArgs&", "args"}}};

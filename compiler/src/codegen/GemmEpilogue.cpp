@@ -1,0 +1,225 @@
+// The GEMM kernel's epilogue stages (GemmParts.h): stage-0 pointwise ops on
+// the contraction result, then optionally a row norm (group_norm /
+// layer_norm over the columns of an [M, C] result) with its pointwise ops and
+// a row min/max, or partial statistics for a batch_norm (per row tile and
+// column) or a group_norm after a convolution (per sample, group and row tile).
+#include "codegen/BatchNormStats.h"
+#include "codegen/Emitters.h"
+#include "codegen/GemmParts.h"
+#include "codegen/HookBody.h"
+#include "codegen/KernelParts.h"
+#include "codegen/PointwiseEmitter.h"
+#include "fusegen/OpRegistry.h"
+#include "ops/OpHelpers.h"
+#include "plan/PlanQueries.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+
+namespace fusegen::codegen {
+namespace {
+
+size_t stage_of(const KernelStep& step, const Fusion& fusion, ValueId value) {
+  const Value& v = fusion.value(value);
+  for (size_t s = 0; s < step.stages.size(); ++s) {
+    if (step.stages[s].op == v.producer)
+      return s;
+    for (NodeId id : step.stages[s].pointwise)
+      if (id == v.producer)
+        return s;
+  }
+  return step.stages.size();
+}
+
+// Stores every materialized value of `stage` at the element's output offset.
+void store_stage(const EmitContext& ctx, size_t stage, const Shape& domain, const std::vector<std::string>& coords,
+                 PointwiseEmitter& pointwise, std::vector<std::string>& body) {
+  bool first = true;
+  for (const auto& [value, buffer] : stored_values(ctx)) {
+    if (stage_of(ctx.step(), ctx.fusion(), value) != stage)
+      continue;
+    if (first)
+      body.push_back("const long long out = " + broadcast_offset(ctx, domain, coords) + ";");
+    first = false;
+    body.push_back(ctx.buffer(buffer) + "[out] = " + pointwise.value(value) + ";");
+  }
+}
+
+} // namespace
+
+Result<Stages> read_stages(const EmitContext& ctx, const GemmMapping& g) {
+  const KernelStep& step = ctx.step();
+  const Fusion& fusion = ctx.fusion();
+  Stages s;
+  if (step.stages.empty() || step.stages.size() > 3 || !step.prologue.empty() || step.stats_in != kNoId)
+    return Error{"internal error: unexpected GEMM kernel layout (a contraction, optionally a row norm and a row "
+                 "reduction; no prologue)"};
+  s.contraction = &fusion.node(step.anchor());
+  if (step.stages.size() >= 2) {
+    s.norm = &fusion.node(step.stages[1].op);
+    s.column_norm = plan::is_column_norm(*s.norm);
+    if (s.column_norm) {
+      if (step.stages.size() != 2 || step.stats_out != kNoId)
+        return Error{"internal error: a GEMM's fused batch_norm is its last stage"};
+    } else if (!plan::is_row_moments(*s.norm)) {
+      return Error{"internal error: GEMM epilogue stage " + s.norm->op + " is not a row or column norm"};
+    } else {
+      s.norm_group = plan::row_group_width(fusion, *s.norm);
+      if (s.norm_group <= 0 || kTile % s.norm_group != 0)
+        return Error{"internal error: " + s.norm->op + " groups do not fit a " + std::to_string(kTile) + "-wide tile"};
+    }
+  }
+  if (step.stages.size() == 3) {
+    s.reduce = &fusion.node(step.stages[2].op);
+    if (!plan::is_min_max(*s.reduce) || plan::reduced_dims(fusion, *s.reduce) != std::vector<int64_t>{1} ||
+        !step.stages[2].pointwise.empty())
+      return Error{"internal error: GEMM epilogue stage " + s.reduce->op + " is not a row min/max"};
+    s.row_reduce = plan::traits_of(*s.reduce).statistic == Statistic::Min ? RowReduce::Min : RowReduce::Max;
+    if (!ctx.is_materialized(s.reduce->result))
+      return Error{"internal error: the row " + s.reduce->op + " result is not in memory"};
+  }
+  if (step.stats_out != kNoId) {
+    s.stats = &fusion.node(step.stats_out);
+    const bool convolution = plan::traits_of(*s.contraction).contraction == ContractionForm::Convolution;
+    if (plan::is_column_norm(*s.stats) && !convolution) {
+      s.stats_group = 1;
+    } else if (plan::channel_groups(*s.stats) > 0 && convolution) {
+      const Shape& input = shape_of(ctx, s.stats->operands[0]);
+      int64_t groups = plan::channel_groups(*s.stats);
+      if (input.size() != 4)
+        return Error{"group_norm statistics after an unbatched conv2d are not supported by the GEMM kernel"};
+      s.stats_group = input[1].value() / groups;
+      int64_t conv_groups = std::get<int64_t>(s.contraction->attrs.at("groups"));
+      int64_t group_outputs = input[1].value() / conv_groups;
+      if (conv_groups > 1 && group_outputs % s.stats_group != 0)
+        return Error{"group_norm groups of " + std::to_string(s.stats_group) + " channels straddle the conv2d's " +
+                     std::to_string(conv_groups) + " channel groups of " + std::to_string(group_outputs) +
+                     "; the GEMM kernel cannot compute their statistics"};
+    } else {
+      return Error{"internal error: GEMM epilogue statistics for " + s.stats->op + " after " + s.contraction->op};
+    }
+    if (s.stats_group <= 0 || kTile % s.stats_group != 0)
+      return Error{"internal error: statistics groups do not fit a " + std::to_string(kTile) + "-wide tile"};
+    if (ctx.stats_buffer(s.stats->id, false) == kNoId)
+      return Error{"internal error: no partial statistics buffer for " + s.stats->op};
+  }
+  bool needs_matrix = s.norm != nullptr || (s.stats != nullptr && plan::is_column_norm(*s.stats));
+  if (needs_matrix && !g.is_matrix) {
+    std::string operands;
+    for (ValueId operand : s.contraction->operands)
+      if (operand != kNoId)
+        operands += (operands.empty() ? "" : " and ") + shape_str(shape_of(ctx, operand));
+    return Error{s.contraction->op + " of " + operands + " gives " + shape_str(shape_of(ctx, s.contraction->result)) +
+                 ", whose rows are not GEMM rows; the GEMM kernel fuses " + (s.norm ? s.norm->op : s.stats->op) +
+                 " only into the result of 2-d operands"};
+  }
+  return s;
+}
+
+// Stage 0: the contraction result (accumulator plus bias), its pointwise ops,
+// stores; returns the value the next stage reads.
+std::vector<std::string> epilogue_body(const EmitContext& ctx, const GemmMapping& g, const Stages& s) {
+  const Shape& domain = shape_of(ctx, s.contraction->result);
+  std::vector<std::string> body = g.coord_lines;
+  PointwiseEmitter pointwise(ctx, body, domain, g.coords);
+  ValueId result = s.contraction->result;
+  if (g.bias.empty()) {
+    pointwise.bind(result, "acc");
+  } else {
+    std::string name = "v" + std::to_string(result);
+    body.push_back("const float " + name + " = acc + " + g.bias + ";");
+    pointwise.bind(result, name);
+  }
+  store_stage(ctx, 0, domain, g.coords, pointwise, body);
+  ValueId next = s.norm ? s.norm->operands[0] : s.stats ? s.stats->operands[0] : result;
+  body.push_back("return " + pointwise.value(next) + ";");
+  return void_unused(body, g.coord_lines.size(), g.coords);
+}
+
+// Stage 1: the row norm's affine params on the normalized value, its
+// pointwise ops, stores; returns the value the row reduction reads.
+std::vector<std::string> norm_apply_body(const EmitContext& ctx, const Stages& s) {
+  std::vector<std::string> body;
+  if (!s.norm)
+    return {"return normalized;"};
+  const Shape& domain = shape_of(ctx, s.norm->result);
+  std::vector<std::string> coords = {"m", "n"};
+  PointwiseEmitter pointwise(ctx, body, domain, coords);
+  std::string value = "normalized";
+  if (ValueId weight = operand(*s.norm, "weight"); weight != kNoId)
+    value += " * " + ctx.value_buffer(weight) + "[n]";
+  if (ValueId bias = operand(*s.norm, "bias"); bias != kNoId)
+    value += " + " + ctx.value_buffer(bias) + "[n]";
+  if (value == "normalized") {
+    pointwise.bind(s.norm->result, value); // no affine params
+  } else {
+    std::string name = "v" + std::to_string(s.norm->result);
+    body.push_back("const float " + name + " = " + value + ";");
+    pointwise.bind(s.norm->result, name);
+  }
+  store_stage(ctx, 1, domain, coords, pointwise, body);
+  body.push_back("return " + pointwise.value(s.reduce ? s.reduce->operands[0] : s.norm->result) + ";");
+  return body;
+}
+
+// The (count, mean, M2) triple of a statistics group (see AssignBuffers'
+// partials layouts).
+std::vector<std::string> stats_slot_body(const EmitContext& ctx, const GemmMapping& g, const Stages& s) {
+  if (!s.stats)
+    return {"return nullptr;"};
+  std::string partials = ctx.buffer(ctx.stats_buffer(s.stats->id, false));
+  if (plan::is_column_norm(*s.stats)) // [ceil(M / tile), C, 3]
+    return {"return " + partials + " + (row_tile * " + g.cols + " + n) * 3;"};
+  // group_norm after conv2d: [N, G, ceil(OH * OW / tile), 3]
+  int64_t groups = plan::channel_groups(*s.stats);
+  int64_t conv_groups = std::get<int64_t>(s.contraction->attrs.at("groups"));
+  const Shape& out = shape_of(ctx, s.contraction->result);
+  int64_t positions = out[2].value() * out[3].value();
+  int64_t tiles = (positions + kTile - 1) / kTile;
+  std::string g_text = std::to_string(groups) + "LL", tiles_text = std::to_string(tiles) + "LL";
+  std::string per_group = std::to_string(s.stats_group) + "LL";
+  std::vector<std::string> body;
+  if (conv_groups == 1) {
+    body.push_back("const long long sample = batch, channel = n;");
+  } else {
+    std::string cg = std::to_string(conv_groups) + "LL";
+    body.push_back("const long long sample = batch / " + cg + ";");
+    body.push_back("const long long channel = (batch % " + cg + ") * " + g.cols + " + n;");
+  }
+  body.push_back("return " + partials + " + ((sample * " + g_text + " + channel / " + per_group + ") * " + tiles_text +
+                 " + row_tile) * 3;");
+  return body;
+}
+
+// The fused batch_norm's running stats from a column's statistics.
+Result<std::vector<std::string>> column_stats_body(const EmitContext& ctx, const Stages& s) {
+  std::vector<std::string> body = {"(void)args;",  "(void)batch;", "(void)n;",
+                                   "(void)count;", "(void)mean;",  "(void)m2;"};
+  if (!s.column_norm)
+    return body;
+  Result<std::vector<std::string>> updates = running_stat_updates(ctx, *s.norm, "n", "mean", "total");
+  if (!updates)
+    return Error{updates.error()};
+  if (updates.value().empty())
+    return body;
+  body.push_back("const FusegenWelford total{count, mean, m2};");
+  body.insert(body.end(), updates.value().begin(), updates.value().end());
+  return body;
+}
+
+// The row reduction's slot: its one element per row (atomics), or with
+// partials per tile the tile's own: [tile, row].
+std::vector<std::string> reduce_slot_body(const EmitContext& ctx, const Stages& s) {
+  if (!s.reduce)
+    return {"return nullptr;"};
+  if (ctx.step().row_reduce_parts == 0)
+    return {"return " + ctx.value_buffer(s.reduce->result) + " + m;"};
+  const Shape& input = shape_of(ctx, s.reduce->operands[0]);
+  return {"return " + ctx.value_buffer(s.reduce->result) + " + (n / " + std::to_string(kTile) + ") * " +
+          ctx.dim(input[0]) + " + m;"};
+}
+
+std::vector<std::string> returns(const std::string& expr) { return {"return " + expr + ";"}; }
+
+} // namespace fusegen::codegen
