@@ -51,7 +51,8 @@ class ChainsTest(unittest.TestCase):
             x = torch.rand(n, *x_shape, device="cuda")
             arguments = fusegen.module_arguments(model, km.ARGUMENTS[chain], function=f, x=x)
             before = {name: arguments[name].clone() for name in state}
-            y = f(**arguments)  # updates the module's running stats in place
+            with torch.no_grad():  # the module's parameters require grad; fusions have no backward
+                y = f(**arguments)  # updates the module's running stats in place
             after = {name: arguments[name].clone() for name in state}
             for name in state:  # back to the state before, for PyTorch's own update
                 arguments[name].copy_(before[name])
@@ -103,6 +104,9 @@ fusion two {
     def test_call_and_out(self):
         x = torch.rand(8, 16, device="cuda")
         s = torch.nn.Parameter(torch.rand(16, device="cuda"))  # parameters are tensors too
+        with self.assertRaisesRegex(fusegen.ArgumentError, "argument 's' of scale_add requires grad"):
+            self.f(x=x, s=s)  # grad mode on: refused, never silently detached
+        s.requires_grad_(False)
         y = self.f(x=x, s=s)
         self.assertEqual(y.dtype, torch.float32)
         self.assertEqual(y.device, x.device)
@@ -183,7 +187,7 @@ fusion two {
         # (FUSEGEN_FASTCALL=0) reads every tensor by name.
         f = self.program.function("scale_add")
         x = torch.rand(8, 16, device="cuda")
-        s = torch.nn.Parameter(torch.rand(16, device="cuda"))
+        s = torch.nn.Parameter(torch.rand(16, device="cuda"), requires_grad=False)  # (grad: refused)
         close(self, "parameter", f(x=x, s=s), x * s.detach() + x, 1e-6)
         fast = f._fast or None  # the C call path, where it is built and on
         if fast:

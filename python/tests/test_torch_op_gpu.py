@@ -83,7 +83,9 @@ class TorchOpGpuTest(unittest.TestCase):
                     op(*clones(static))  # warm-up: compiles and loads the kernels
                 torch.cuda.current_stream().wait_stream(stream)
                 graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):  # records the launches, runs nothing
+                # Captured on the warm-up's stream: fusegen keeps a workspace per
+                # stream, allocated at the first call there (no allocation in a capture).
+                with torch.cuda.graph(graph, stream=stream):  # records the launches, runs nothing
                     captured = op(*static)
                 fresh = example_args(f)
                 fresh[0] = torch.rand_like(fresh[0])  # new input, same shape
