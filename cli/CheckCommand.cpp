@@ -64,10 +64,7 @@ int check_command(const std::vector<std::string>& args) {
       load_spec(line.value().positional[0], line.value().value("dump-after"), exit_code);
   if (!spec)
     return exit_code;
-  std::vector<std::string> names;
-  for (const auto& [name, value] : dims.value())
-    names.push_back(name);
-  if (!dims_are_known(*spec, names, "check"))
+  if (!dims_are_known(*spec, dims.value(), "check"))
     return kExitUsage;
   for (const Fusion& fusion : spec->module.fusions) {
     if (dims.value().empty()) {

@@ -71,6 +71,7 @@ Result<DimBindings> parse_dims(const std::vector<std::string>& specs);
 // an error in every command, as in run); prints the error for `command`
 // ("" for generation, which has no command word).
 bool dims_are_known(const LoadedSpec& spec, const std::vector<std::string>& names, const std::string& command);
+bool dims_are_known(const LoadedSpec& spec, const DimBindings& dims, const std::string& command);
 
 // A specialized value's shape as numbers.
 std::vector<int64_t> concrete_shape(const Value& value);

@@ -151,6 +151,13 @@ bool dims_are_known(const LoadedSpec& spec, const std::vector<std::string>& name
   return true;
 }
 
+bool dims_are_known(const LoadedSpec& spec, const DimBindings& dims, const std::string& command) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : dims)
+    names.push_back(name);
+  return dims_are_known(spec, names, command);
+}
+
 Result<DimBindings> parse_dims(const std::vector<std::string>& specs) {
   DimBindings dims;
   for (const std::string& spec : specs) {

@@ -57,10 +57,7 @@ int plan_command(const std::vector<std::string>& args) {
   std::unique_ptr<LoadedSpec> spec = load_spec(line.positional[0], line.value("dump-after"), exit_code);
   if (!spec)
     return exit_code;
-  std::vector<std::string> dim_names;
-  for (const auto& [name, value] : dims.value())
-    dim_names.push_back(name);
-  if (!dims_are_known(*spec, dim_names, "plan"))
+  if (!dims_are_known(*spec, dims.value(), "plan"))
     return kExitUsage;
   Result<std::vector<const Fusion*>> selected = select_fusions(spec->module, line.value("fusion"));
   if (!selected) {
