@@ -30,6 +30,7 @@ std::string reseal(const std::string& body) {
 const std::string& sample_body() {
   static const std::string body = [] {
     using namespace fusegen::runtime;
+    using fusegen::BufferBinding; // the launch plan lives in the compiler (Lower.h)
     CacheEntry entry;
     entry.key_material = "fusegen-cache-key\nschema=1\nfusion=f\ndims=N=8\n";
     entry.launch.fusion = "f";
