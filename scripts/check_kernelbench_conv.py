@@ -15,7 +15,8 @@ Model's own initial weights, and every parameter and buffer perturbed (norm
 weights of ones and biases of zeros would hide a swapped mapping). The table
 counts each output's distinct values: 1 means the check proved little (a
 saturated or constant output). Prints a
-PASS/FAIL table; exits 1 on a FAIL.
+PASS/FAIL table; exits 1 on a FAIL, or when a committed spec (either shape
+set) differs from what scripts/kernelbench_conv.py --write writes.
 
 usage: scripts/check_kernelbench_conv.py [--fusegen PATH] [--chains 1,2,...] [--keep DIR]
 fusegen: --fusegen, else $FUSEGEN_CLI, else build/cli/fusegen of this checkout, else on PATH.
@@ -181,7 +182,13 @@ def main():
                                                             time.perf_counter() - begin))
     if weak:
         print("One output value in every set (a weak check): %s" % ",".join(weak))
-    return 1 if failed else 0
+    # The committed specs (both shape sets) are what scripts/kernelbench_conv.py --write writes.
+    stale = [os.path.relpath(kc.spec_path(shapes, number), kc.ROOT) for shapes in kc.SHAPES for number in chains
+             if not os.path.exists(kc.spec_path(shapes, number)) or
+             open(kc.spec_path(shapes, number)).read() != kc.spec_text(number, shapes)]
+    for path in stale:
+        print("FAIL: %s differs from what scripts/kernelbench_conv.py --write writes" % path)
+    return 1 if failed or stale else 0
 
 
 if __name__ == "__main__":

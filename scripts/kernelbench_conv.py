@@ -90,14 +90,26 @@ def input_names(namespace):
     return [p for p in inspect.signature(namespace["Model"].forward).parameters if p != "self"]
 
 
-def build(namespace, device="cpu"):
-    """(model, inputs): Model(*get_init_inputs()) and get_inputs(), made on `device` (torch's default
-    device context, so get_inputs' torch.rand lands there too); train mode, as KernelBench runs it."""
+def make_model(namespace, device="cpu"):
+    """Model(*get_init_inputs()) made on `device` (torch's default-device context), in train mode as
+    KernelBench runs it (batch norm: batch statistics, running stats updated)."""
     import torch
     with torch.device(device):
         model = namespace["Model"](*namespace["get_init_inputs"]())
+    return model.train()
+
+
+def make_inputs(namespace, device="cpu"):
+    """{forward argument name: tensor} from get_inputs(), its torch.rand made on `device`."""
+    import torch
+    with torch.device(device):
         inputs = namespace["get_inputs"]()
-    return model.train(), list(inputs)
+    return dict(zip(input_names(namespace), inputs))
+
+
+def build(namespace, device="cpu"):
+    """(model, [inputs]) as KernelBench makes them."""
+    return make_model(namespace, device), list(make_inputs(namespace, device).values())
 
 
 def attribute(model, dotted):
