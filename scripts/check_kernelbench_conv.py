@@ -19,6 +19,7 @@ PASS/FAIL table; exits 1 on a FAIL, or when a committed spec (either shape
 set) differs from what scripts/kernelbench_conv.py --write writes.
 
 usage: scripts/check_kernelbench_conv.py [--fusegen PATH] [--chains 1,2,...] [--keep DIR]
+                                        [--shapes small|v0.1] [--batch N]
 fusegen: --fusegen, else $FUSEGEN_CLI, else build/cli/fusegen of this checkout, else on PATH.
 Without torch it says so and exits 77 (ctest's skip), or 1 with FUSEGEN_REQUIRE_TORCH=1.
 """
@@ -66,7 +67,7 @@ def perturb(model, torch):
                 b.copy_(torch.rand_like(b) + 0.5)
 
 
-def run_set(torch, np, fusegen, number, namespace, model, inputs, work):
+def run_set(torch, np, fusegen, shapes, number, namespace, model, inputs, work):
     """{"f64": max error, "f32": max error, "passed": bool, "shape": [...]} of one argument set."""
     chain = kc.CHAINS[number]
     arguments = kc.arguments(number, model, inputs, namespace)
@@ -74,7 +75,7 @@ def run_set(torch, np, fusegen, number, namespace, model, inputs, work):
     os.makedirs(in_dir)
     for name, value in arguments.items():
         np.save(os.path.join(in_dir, name + ".npy"), value.detach().float().contiguous().numpy())
-    command = [fusegen, "run", kc.spec_path("small", number), "--dims", "N=%d" % namespace["batch_size"],
+    command = [fusegen, "run", kc.spec_path(shapes, number), "--dims", "N=%d" % namespace["batch_size"],
                "--reference", "--inputs", in_dir, "--save", out_dir]
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                             timeout=600)
@@ -109,15 +110,15 @@ def run_set(torch, np, fusegen, number, namespace, model, inputs, work):
     return report
 
 
-def check_chain(torch, np, fusegen, number, seed, work):
-    namespace = kc.load_problem(number, "small")
+def check_chain(torch, np, fusegen, shapes, batch, number, seed, work):
+    namespace = kc.load_problem(number, shapes, batch)
     rows = []
     for variant in ("init", "perturbed"):
         torch.manual_seed(seed)
         model, inputs = kc.build(namespace, "cpu")
         if variant == "perturbed":
             perturb(model, torch)
-        rows.append((variant, run_set(torch, np, fusegen, number, namespace, model, inputs,
+        rows.append((variant, run_set(torch, np, fusegen, shapes, number, namespace, model, inputs,
                                       os.path.join(work, "%s-%s" % (number, variant)))))
     return namespace["batch_size"], rows
 
@@ -129,6 +130,9 @@ def main():
     parser.add_argument("--fusegen", help="the fusegen command-line tool")
     parser.add_argument("--chains", help="comma-separated problem numbers (default: all)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shapes", choices=kc.SHAPES, default="small",
+                        help="small (the default) or v0.1, KernelBench's shapes (slow: pick --chains and --batch 1)")
+    parser.add_argument("--batch", type=int, help="batch size instead of the problem's")
     parser.add_argument("--keep", help="write the .npy files under DIR and keep them")
     args = parser.parse_args()
     try:
@@ -158,7 +162,7 @@ def main():
         for number in chains:
             name = os.path.splitext(kc.spec_file(number))[0]
             try:
-                batch, rows = check_chain(torch, np, fusegen, number, args.seed, work)
+                batch, rows = check_chain(torch, np, fusegen, args.shapes, args.batch, number, args.seed, work)
                 if all(r["distinct"] <= 1 for _, r in rows):
                     weak.append(number)
                 for variant, r in rows:
@@ -175,8 +179,8 @@ def main():
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     passed = len(chains) - len(set(failed))
-    print("\n".join(["", "KernelBench conv chains, small shapes, fusegen reference vs the problems' Models "
-                     "(fusegen: %s, KernelBench %s):" % (fusegen, kc.KERNELBENCH_COMMIT[:12]), ""] + lines))
+    print("\n".join(["", "KernelBench conv chains, %s shapes, fusegen reference vs the problems' Models "
+                     "(fusegen: %s, KernelBench %s):" % (args.shapes, fusegen, kc.KERNELBENCH_COMMIT[:12]), ""] + lines))
     print("\n%d of %d chains PASS (%d FAIL: %s) in %.0f s" % (passed, len(chains), len(set(failed)),
                                                             ",".join(sorted(set(failed), key=int)) or "none",
                                                             time.perf_counter() - begin))

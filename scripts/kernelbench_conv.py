@@ -63,14 +63,17 @@ def spec_path(shapes, number):
     return os.path.join(SPEC_DIR if shapes == "v0.1" else os.path.join(SPEC_DIR, "small"), spec_file(number))
 
 
-def load_problem(number, shapes):
-    """The problem's module namespace (Model, get_inputs, get_init_inputs, constants) at `shapes`."""
+def load_problem(number, shapes, batch_size=None):
+    """The problem's module namespace (Model, get_inputs, get_init_inputs, constants) at `shapes`
+    (with another batch_size if given)."""
     if shapes not in SHAPES:
         raise ValueError("kernelbench_conv: shapes must be one of %s, not %r" % (SHAPES, shapes))
     path = problem_path(number)
     with open(path) as f:
         tree = ast.parse(f.read(), path)
-    overrides = CHAINS[number]["small"] if shapes == "small" else {}
+    overrides = dict(CHAINS[number]["small"]) if shapes == "small" else {}
+    if batch_size is not None:
+        overrides["batch_size"] = batch_size
     namespace = {"__name__": "kernelbench_level2_%s" % number, "__file__": path}
     seen = set()
     for statement in tree.body:
