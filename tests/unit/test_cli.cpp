@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -222,6 +223,30 @@ TEST(Cli, CheckEveryKernelBenchSpec) {
     ASSERT_NE(at, std::string::npos) << r.out;
     EXPECT_EQ(r.out.substr(at + 15).find_first_not_of("0123456789abcdef"), 64u) << r.out;
   }
+}
+
+// Every KernelBench convolution and pool chain (specs/kernelbench/conv at
+// KernelBench's shapes and conv/small; scripts/kernelbench_conv.py writes them
+// from the problems' Models) passes `fusegen check`. Without --dims an op that
+// has no GPU kernel yet is a warning, not an error.
+TEST(Cli, CheckEveryKernelBenchConvSpec) {
+  size_t count = 0;
+  for (const fs::path& dir : {kSpecDir / "conv", kSpecDir / "conv" / "small"}) {
+    std::vector<fs::path> specs;
+    for (const fs::directory_entry& entry : fs::directory_iterator(dir))
+      if (entry.path().extension() == ".fg")
+        specs.push_back(entry.path());
+    std::sort(specs.begin(), specs.end());
+    for (const fs::path& spec : specs) {
+      CliResult r = run_cli({"check", spec.string()});
+      EXPECT_EQ(r.exit_code, 0) << spec.string() << "\n" << r.err;
+      EXPECT_FALSE(contains(r.err, "error:")) << spec.string() << "\n" << r.err;
+      EXPECT_TRUE(contains(r.out, "  output y ")) << spec.string() << "\n" << r.out;
+      EXPECT_TRUE(contains(r.out, "  dims: N\n")) << spec.string() << "\n" << r.out;
+      ++count;
+    }
+  }
+  EXPECT_EQ(count, 128u); // 64 chains, both shape sets
 }
 
 TEST(Cli, CheckReportsErrorsWithLocationAndCaret) {
