@@ -52,7 +52,8 @@ def load_problem(number):
     if number in kc.CHAINS:
         return kc.load_problem(number, "small")
     path = kc.problem_path(number)
-    tree = ast.parse(open(path).read(), path)
+    with open(path) as f:
+        tree = ast.parse(f.read(), path)
     namespace = {"__name__": "kernelbench_level2_%s" % number, "__file__": path}
     for statement in tree.body:
         exec(compile(ast.Module(body=[statement], type_ignores=[]), path, "exec"), namespace)  # noqa: S102
