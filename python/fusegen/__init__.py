@@ -24,6 +24,12 @@ def torch_op(function, namespace="fusegen", name=None):
     return function.torch_op(namespace, name)
 
 
+def register_backend(name="fusegen", precision=None, fallback="eager"):
+    """Registers the torch.compile backend under `name` (see fusegen.dynamo); returns it."""
+    from . import _dynamo_backend
+    return _dynamo_backend.register(name, precision=precision, fallback=fallback)
+
+
 def library_version():
     """The version of the loaded C library (loads it)."""
     from . import _library

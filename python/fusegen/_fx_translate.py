@@ -178,7 +178,7 @@ class Translator:
         self.env = {}                 # node -> Value | Transposed | StateAfter | Unavailable | tuple
         self._names = set()
         self.node = None              # the node being translated (for errors)
-        self.outputs = []             # [(spec name, torch shape)]
+        self.outputs = []             # [(spec name, torch shape, expression, spec shape)]
         self.comment = None
 
     # ---- errors ----
@@ -336,12 +336,12 @@ class Translator:
             self.fail("the output '%s' is a number" % node.name)
         if any(a.name == v.expr for a in self.arguments):
             self.fail("the output '%s' is an argument of the fusion unchanged" % node.name)
-        for name, _shape, expr in self.outputs:
+        for name, _shape, expr, _spec in self.outputs:
             if expr == v.expr:
                 return ("output", name, v.torch_shape)
         name = self.fresh(name_hint)
         self.statements.append("output %s = %s" % (name, v.expr))
-        self.outputs.append((name, v.torch_shape, v.expr))
+        self.outputs.append((name, v.torch_shape, v.expr, v.spec_shape))
         self.node = None
         return ("output", name, v.torch_shape)
 
