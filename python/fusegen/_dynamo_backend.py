@@ -99,7 +99,11 @@ def _compile(gm, example_inputs, precision, fallback):
     def inference(aten_gm, aten_inputs):
         rewritten = partition_graph(aten_gm, aten_inputs, precision=precision, device=device)
         if fallback == "inductor":
+            from torch._guards import detect_fake_mode
             from torch._inductor.compile_fx import compile_fx_inner
+            from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+            # the nodes made here have no example values yet, which Inductor's lowering reads
+            FakeTensorProp(rewritten, detect_fake_mode(aten_inputs)).propagate_dont_convert_inputs(*aten_inputs)
             return compile_fx_inner(rewritten, aten_inputs)
         return rewritten.forward
 

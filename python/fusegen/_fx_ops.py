@@ -270,7 +270,8 @@ def convolution(t, node):
     else:
         if name == "convolution" and any(_ints(a.get("output_padding", 0), rank)):
             t.fail("output_padding on a convolution that is not transposed")
-        pairs = common + [("dilation", literal(_ints(a.get("dilation", 1), rank))), ("groups", literal(a.get("groups", 1)))]
+        pairs = common + [("dilation", literal(_ints(a.get("dilation", 1), rank))),
+                          ("groups", literal(a.get("groups", 1)))]
         op = "conv%dd" % rank
     if rank not in (1, 2, 3):
         t.fail("a %d-d convolution; fusegen has 1-d to 3-d" % rank)
