@@ -194,7 +194,7 @@ def translate_module(module, example_inputs, name=None, precision=None):
 def from_module(module, example_inputs, *, name=None, precision=None, runtime=None):
     """The module's forward as a fusegen fusion (a ModuleFusion): captured with torch.export at the
     example inputs' shapes, mapped node by node to fusegen ops, loaded on `runtime` (default: the
-    default runtime of the module's CUDA device, else of device 0). Refuses with
+    default runtime of the CUDA device of the module's tensors or the inputs, else of device 0). Refuses with
     UnsupportedModuleError naming the first node fusegen cannot express (op and source line).
     precision: None (strict) or 'tf32', written into the spec. Call the result like the module:
     fusion(*inputs), under torch.no_grad() when the parameters require grad."""
@@ -202,7 +202,10 @@ def from_module(module, example_inputs, *, name=None, precision=None, runtime=No
     spec, names, input_views, counters, outputs, out_spec = translate_module(module, example_inputs, name,
                                                                              precision)
     if runtime is None:
-        device = next((t.device for t in list(module.parameters()) + list(module.buffers()) if t.is_cuda), None)
+        tensors = list(module.parameters()) + list(module.buffers()) + [
+            t for t in (example_inputs if isinstance(example_inputs, (tuple, list)) else [example_inputs])
+            if hasattr(t, "is_cuda")]
+        device = next((t.device for t in tensors if t.is_cuda), None)
         runtime = default_runtime(device if device is not None else 0)
     function = runtime.load_string(spec, name="<from_module %s>" % type(module).__name__).function()
     inputs = [views[0][0] if views else None for views in input_views]
