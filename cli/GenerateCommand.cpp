@@ -87,6 +87,7 @@ int generate_command(const std::vector<std::string>& args) {
   CodegenOptions options;
   options.arch = arch.value();
   options.source_name = line.positional[0];
+  options.arch_guard = true; // a file nvcc may compile for any -arch
   if (!precision_text.empty())
     options.precision = precision_text == "tf32" ? Precision::TF32 : Precision::Strict;
   if (gemm_block)

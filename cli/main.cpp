@@ -18,7 +18,7 @@ struct CommandHelp {
 
 constexpr CommandHelp kCommands[] = {
     {"generate",
-     "Generate CUDA (no GPU needed):", R"(  fusegen SPEC -o kernels.cu [-H kernels.h] [--dims N=1024] [--arch sm_90]
+     "Generate CUDA (no GPU needed):", R"(  fusegen [generate] SPEC -o kernels.cu [-H kernels.h] [--dims N=1024] [--arch sm_90]
          [--precision strict|tf32] [--gemm-block 128x64] [--emit=ir|plan|cuda]
       One self-contained .cu with every fusion of SPEC: extern "C" kernels
       and host launchers fusegen_<fusion>_launch(...) (define
@@ -29,7 +29,8 @@ constexpr CommandHelp kCommands[] = {
       heuristic's, with :2, :4 or :8 a split-K over that many blocks (sm_90
       clusters; e.g. 64x64:8). --arch defaults to sm_90, whose code uses
       sm_90a features (wgmma, clusters): compile it with nvcc -arch=sm_90a, as
-      the file's first lines say. --emit stops early.
+      the file's first lines say; an #error stops a compilation for any other
+      arch (or without -arch). --emit stops early.
 )"},
     {"check", "Commands:", R"(  check SPEC [--dims N=128] [--dump-after=PASS|all]
       Parse and verify a spec; print each fusion's signature, inferred output
@@ -140,6 +141,8 @@ int main(int argc, char** argv) {
   if (asks_for_help(rest))
     return command_help(command.find('.') != std::string::npos || command.find('/') != std::string::npos ? "generate"
                                                                                                          : command);
+  if (command == "generate")
+    return fusegen::cli::generate_command(rest);
   if (command == "check")
     return fusegen::cli::check_command(rest);
   if (command == "run") {
