@@ -1,4 +1,5 @@
 // fusegen: kernel-fusion compiler command line.
+#include "CommandLine.h"
 #include "Commands.h"
 
 #include <algorithm>
@@ -79,8 +80,9 @@ Options:
   --help       show this help (COMMAND --help: that command's)
   --version    show the version
 
-Exit codes: 0 success, 1 errors in the spec or a failed run, 2 bad command
-line or unreadable file.
+Exit codes (every command): 0 success; 1 errors in the spec, a refused
+generation or a failed run; 2 a bad command line, or a file that cannot be
+read or written (an output that would overwrite the spec is refused).
 )";
 
 std::string full_usage() {
@@ -159,6 +161,11 @@ int main(int argc, char** argv) {
   if (command.empty() || command[0] != '-')
     if (command.find('.') != std::string::npos || command.find('/') != std::string::npos)
       return fusegen::cli::generate_command(args);
-  std::cerr << "fusegen: error: unknown command '" << command << "' (see fusegen --help)\n";
+  std::vector<std::string> names;
+  for (const CommandHelp& known : kCommands)
+    names.push_back(known.name);
+  const std::string suggestion = fusegen::cli::closest_name(command, names);
+  std::cerr << "fusegen: error: unknown command '" << command << "' ("
+            << (suggestion.empty() ? "" : "did you mean " + suggestion + "? ") << "see fusegen --help)\n";
   return fusegen::cli::kExitUsage;
 }
