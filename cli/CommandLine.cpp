@@ -2,6 +2,7 @@
 
 #include "fusegen/Target.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace fusegen::cli {
@@ -24,6 +25,39 @@ Result<int> parse_sm_arch(const std::string& text) {
     return Error{"bad --arch '" + text + "': fusegen targets sm_" + std::to_string(arch) + " as " +
                  target.value().compile_arch() + " (use --arch sm_" + std::to_string(arch) + ")"};
   return arch;
+}
+
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+} // namespace
+
+std::string closest_name(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = 3; // at most two edits
+  for (const std::string& candidate : candidates) {
+    const size_t distance = edit_distance(word, candidate);
+    if (distance < best_distance && distance < word.size()) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  return best;
 }
 
 std::string CommandLine::value(const std::string& name, const std::string& fallback) const {
@@ -53,8 +87,16 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args,
     for (const OptionSpec& option : options)
       if (option.name == name)
         spec = &option;
-    if (!spec)
+    if (!spec) {
+      std::vector<std::string> names;
+      for (const OptionSpec& option : options)
+        names.push_back(option.name);
+      const std::string suggestion = closest_name(name, names);
+      if (!suggestion.empty())
+        return Error{"unknown option '" + arg + "' (did you mean " + (suggestion.size() == 1 ? "-" : "--") +
+                     suggestion + "? see --help)"};
       return Error{"unknown option '" + arg + "' (see --help)"};
+    }
     if (!spec->takes_value) {
       if (has_inline)
         return Error{"option --" + name + " takes no value"};

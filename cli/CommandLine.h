@@ -30,7 +30,12 @@ struct CommandLine {
 // --arch: "sm_90" -> 90, for an arch fusegen supports (target_for_arch).
 Result<int> parse_sm_arch(const std::string& text);
 
-// Parses `args` (without the program and subcommand names).
+// The candidate closest to a misspelt `word` (at most two edits, and fewer
+// than its length), or "" where none is: "--dimz" -> "dims".
+std::string closest_name(const std::string& word, const std::vector<std::string>& candidates);
+
+// Parses `args` (without the program and subcommand names). An unknown
+// option's error suggests the closest declared one.
 Result<CommandLine> parse_command_line(const std::vector<std::string>& args,
                                        const std::vector<OptionSpec>& options);
 

@@ -18,7 +18,7 @@ namespace fusegen::cli {
 // Documented exit codes.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitSpecError = 1; // diagnostics, or a failed run
-inline constexpr int kExitUsage = 2;     // bad command line, unreadable file
+inline constexpr int kExitUsage = 2;     // bad command line, unreadable or unwritable file
 
 int check_command(const std::vector<std::string>& args);
 int run_command(const std::vector<std::string>& args);

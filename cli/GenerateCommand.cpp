@@ -3,12 +3,12 @@
 //  offline generation.
 #include "CommandLine.h"
 #include "Commands.h"
+#include "OutputFile.h"
 
 #include "fusegen/Codegen.h"
 #include "fusegen/IRPrinter.h"
 #include "fusegen/Planner.h"
 
-#include <fstream>
 #include <iostream>
 
 namespace fusegen::cli {
@@ -24,15 +24,6 @@ Result<GemmBlock> parse_gemm_block(const std::string& text) {
     }
   return Error{"bad --gemm-block '" + text +
                "' (expected 128x256, 128x128, 128x64 or 64x64, optionally with a split-K of 2, 4 or 8 as in 64x64:8)"};
-}
-
-Status write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out)
-    return Error{"cannot write " + path};
-  return Status::success();
 }
 
 } // namespace
@@ -87,6 +78,7 @@ int generate_command(const std::vector<std::string>& args) {
   CodegenOptions options;
   options.arch = arch.value();
   options.source_name = line.positional[0];
+  options.arch_guard = true; // a file nvcc may compile for any -arch
   if (!precision_text.empty())
     options.precision = precision_text == "tf32" ? Precision::TF32 : Precision::Strict;
   if (gemm_block)
@@ -115,18 +107,25 @@ int generate_command(const std::vector<std::string>& args) {
     text = std::move(code.value().source);
     header = std::move(code.value().header);
   }
-  if (!line.has("o")) {
-    std::cout << text;
-  } else if (Status written = write_file(line.value("o"), text); !written) {
-    std::cerr << "fusegen: error: " << written.error() << "\n";
-    return kExitUsage;
-  }
+  const std::vector<std::string> inputs = {line.positional[0]};
   if (line.has("H")) {
     if (emit != "cuda") {
       std::cerr << "fusegen: error: -H needs --emit=cuda\n";
       return kExitUsage;
     }
-    if (Status written = write_file(line.value("H"), header); !written) {
+    if (line.has("o") && line.value("o") == line.value("H")) {
+      std::cerr << "fusegen: error: -o and -H name the same file " << line.value("o") << "\n";
+      return kExitUsage;
+    }
+  }
+  if (!line.has("o")) {
+    std::cout << text;
+  } else if (Status written = write_output_file(line.value("o"), text, inputs); !written) {
+    std::cerr << "fusegen: error: " << written.error() << "\n";
+    return kExitUsage;
+  }
+  if (line.has("H")) {
+    if (Status written = write_output_file(line.value("H"), header, inputs); !written) {
       std::cerr << "fusegen: error: " << written.error() << "\n";
       return kExitUsage;
     }

@@ -1,4 +1,5 @@
 // fusegen: kernel-fusion compiler command line.
+#include "CommandLine.h"
 #include "Commands.h"
 
 #include <algorithm>
@@ -18,7 +19,7 @@ struct CommandHelp {
 
 constexpr CommandHelp kCommands[] = {
     {"generate",
-     "Generate CUDA (no GPU needed):", R"(  fusegen SPEC -o kernels.cu [-H kernels.h] [--dims N=1024] [--arch sm_90]
+     "Generate CUDA (no GPU needed):", R"(  fusegen [generate] SPEC -o kernels.cu [-H kernels.h] [--dims N=1024] [--arch sm_90]
          [--precision strict|tf32] [--gemm-block 128x64] [--emit=ir|plan|cuda]
       One self-contained .cu with every fusion of SPEC: extern "C" kernels
       and host launchers fusegen_<fusion>_launch(...) (define
@@ -29,7 +30,8 @@ constexpr CommandHelp kCommands[] = {
       heuristic's, with :2, :4 or :8 a split-K over that many blocks (sm_90
       clusters; e.g. 64x64:8). --arch defaults to sm_90, whose code uses
       sm_90a features (wgmma, clusters): compile it with nvcc -arch=sm_90a, as
-      the file's first lines say. --emit stops early.
+      the file's first lines say; an #error stops a compilation for any other
+      arch (or without -arch). --emit stops early.
 )"},
     {"check", "Commands:", R"(  check SPEC [--dims N=128] [--dump-after=PASS|all]
       Parse and verify a spec; print each fusion's signature, inferred output
@@ -78,8 +80,9 @@ Options:
   --help       show this help (COMMAND --help: that command's)
   --version    show the version
 
-Exit codes: 0 success, 1 errors in the spec or a failed run, 2 bad command
-line or unreadable file.
+Exit codes (every command): 0 success; 1 errors in the spec, a refused
+generation or a failed run; 2 a bad command line, or a file that cannot be
+read or written (an output that would overwrite the spec is refused).
 )";
 
 std::string full_usage() {
@@ -140,6 +143,8 @@ int main(int argc, char** argv) {
   if (asks_for_help(rest))
     return command_help(command.find('.') != std::string::npos || command.find('/') != std::string::npos ? "generate"
                                                                                                          : command);
+  if (command == "generate")
+    return fusegen::cli::generate_command(rest);
   if (command == "check")
     return fusegen::cli::check_command(rest);
   if (command == "run") {
@@ -156,6 +161,11 @@ int main(int argc, char** argv) {
   if (command.empty() || command[0] != '-')
     if (command.find('.') != std::string::npos || command.find('/') != std::string::npos)
       return fusegen::cli::generate_command(args);
-  std::cerr << "fusegen: error: unknown command '" << command << "' (see fusegen --help)\n";
+  std::vector<std::string> names;
+  for (const CommandHelp& known : kCommands)
+    names.push_back(known.name);
+  const std::string suggestion = fusegen::cli::closest_name(command, names);
+  std::cerr << "fusegen: error: unknown command '" << command << "' ("
+            << (suggestion.empty() ? "" : "did you mean " + suggestion + "? ") << "see fusegen --help)\n";
   return fusegen::cli::kExitUsage;
 }

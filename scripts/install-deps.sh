@@ -5,8 +5,9 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ make python3
-  # The Python package's C call path (python/fusegen/_fastcall.c).
-  python3-dev
+  # The Python package's C call path (python/fusegen/_fastcall.c), and the
+  # fresh virtual environments scripts/test-python-package.sh installs into.
+  python3-dev python3-venv
   libgtest-dev googletest
   # Build-time only: the Clang LibTooling template tool.
   clang-14 libclang-14-dev libclang-cpp14-dev llvm-14-dev

@@ -16,7 +16,30 @@ from ._function import Function, TensorSpec
 from ._modules import module_arguments
 from ._runtime import Program, Runtime, default_runtime, load, load_string
 
-__version__ = "0.1.0"
+
+def _version():
+    """The version, written in one place: CMakeLists.txt's `project(fusegen VERSION ...)`.
+    An installed package has it in _version.py (written by the wheel build); a
+    source checkout (this folder on PYTHONPATH) reads it from the CMakeLists.txt
+    next to it."""
+    try:
+        from ._version import version
+        return version
+    except ImportError:
+        pass
+    import os
+    import re
+    cmakelists = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                              "CMakeLists.txt")
+    try:
+        with open(cmakelists) as f:
+            match = re.search(r"project\(fusegen VERSION ([0-9.]+)", f.read())
+    except OSError:
+        match = None
+    return match.group(1) if match else "unknown"
+
+
+__version__ = _version()
 
 
 def torch_op(function, namespace="fusegen", name=None):

@@ -81,7 +81,7 @@ _torch_reader = None  # fusegen._torchread's reader, False where unusable; see _
 
 
 def _load_torch_reader():
-    """The tensor reader of fusegen._torchread (built by setup.py where torch was
+    """The tensor reader of fusegen._torchread (built with the package where torch was
     importable) where it was built against the torch loaded now, else False: a
     module built against another torch is not used (its C++ ABI may differ)."""
     global _torch_reader

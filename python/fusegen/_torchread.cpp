@@ -1,6 +1,7 @@
 // fusegen._torchread: reads torch tensors for the C call path
-// (_fastcall.c) through torch's C++ API. Built by setup.py only where torch
-// is importable at build time, against that torch: the module records its
+// (_fastcall.c) through torch's C++ API. Built with the package
+// (python/cmake/TorchReader.cmake) only where torch is importable at build
+// time, against that torch: the module records its
 // version (torch_version), and the package uses it only when the torch it
 // runs with has the same one (fusegen/_function.py); otherwise, or where it
 // was not built, _fastcall reads tensors through their Python accessors.

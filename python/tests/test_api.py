@@ -35,7 +35,7 @@ class ApiTest(unittest.TestCase):
                                       "disk_writes", "disk_rejects", "tunings"})
         self.assertTrue(all(isinstance(v, int) for v in stats.values()))
         self.assertEqual(fusegen.Runtime(disk_cache=False).cache_dir, "")
-        self.assertEqual(fusegen.library_version(), "0.1.0")
+        self.assertEqual(fusegen.library_version(), fusegen.__version__)  # one version (CMakeLists.txt)
 
     def test_bad_runtime_options(self):
         with self.assertRaisesRegex(fusegen.ArgumentError, "precision must be None, 'strict' or 'tf32'"):

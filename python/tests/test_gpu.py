@@ -208,8 +208,9 @@ fusion two {
         close(self, "subclass", y.as_subclass(torch.Tensor), x * s.detach() + x, 1e-6)
 
     def test_torch_reader(self):
-        # Where the package was built against this torch (setup.py builds
-        # fusegen._torchread where torch is importable), the C path reads
+        # Where the package was built against this torch (python/cmake/
+        # TorchReader.cmake builds fusegen._torchread where torch is
+        # importable), the C path reads
         # torch.Tensor and nn.Parameter through torch's C++ API.
         import importlib
         try:

@@ -1,6 +1,6 @@
 // Tests of the `fusegen` command line as a user runs it: the built binary
 // (FUSEGEN_CLI_PATH) on temporary spec files, checking exit codes (0 success,
-// 1 spec errors or a failed run, 2 bad command line or unreadable file),
+// 1 spec errors or a failed run, 2 bad command line or unreadable/unwritable file),
 // stdout and stderr.
 #include "fusegen/Frontend.h"
 #include "fusegen/Interpreter.h"
@@ -119,9 +119,13 @@ TEST(Cli, HelpListsTheCommands) {
 // '--help'"), and `fusegen help COMMAND` says the same.
 TEST(Cli, EveryCommandHasItsOwnHelp) {
   const std::pair<std::vector<std::string>, std::string> cases[] = {
-      {{"check", "--help"}, "fusegen check SPEC"},  {{"run", "-h"}, "fusegen run SPEC --device"},
-      {{"plan", "--help"}, "fusegen plan SPEC"},    {{"warmup", "--help"}, "fusegen warmup SPEC --dims"},
-      {{"cache", "--help"}, "fusegen cache stats"}, {{"spec.fg", "-o", "x.cu", "--help"}, "fusegen SPEC -o"},
+      {{"check", "--help"}, "fusegen check SPEC"},
+      {{"run", "-h"}, "fusegen run SPEC --device"},
+      {{"plan", "--help"}, "fusegen plan SPEC"},
+      {{"warmup", "--help"}, "fusegen warmup SPEC --dims"},
+      {{"cache", "--help"}, "fusegen cache stats"},
+      {{"spec.fg", "-o", "x.cu", "--help"}, "SPEC -o"},
+      {{"generate", "--help"}, "fusegen [generate] SPEC -o"},
       {{"help", "check"}, "fusegen check SPEC"},
   };
   for (const auto& [args, usage] : cases) {
@@ -192,6 +196,36 @@ TEST(Cli, UnknownCommandOrOption) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.err, "expected one spec file")) << r.err;
   EXPECT_EQ(run_cli({"check", kSmall62, kSmall75}).exit_code, 2);
+}
+
+// A misspelt option or command gets the closest name (issue 26).
+TEST(Cli, MisspeltNamesGetASuggestion) {
+  CliResult r = run_cli({"check", kSmall62, "--dimz", "N=4"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "unknown option '--dimz' (did you mean --dims? see --help)")) << r.err;
+  r = run_cli({"chekc", kSmall62});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "fusegen: error: unknown command 'chekc' (did you mean check? see fusegen --help)\n");
+}
+
+// Generation never writes over the spec, and a failed write says why.
+TEST(Cli, GenerationNeverOverwritesTheSpec) {
+  TempDir dir;
+  const fs::path spec = dir.path() / "spec.fg";
+  fs::copy_file(kSmall62, spec);
+  const std::string before = read_file(spec);
+  for (const char* flag : {"-o", "-H"}) {
+    CliResult r = run_cli({"generate", spec.string(), flag, spec.string()});
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_TRUE(contains(r.err, "refusing to write " + spec.string() + ": it is the input")) << r.err;
+  }
+  EXPECT_EQ(read_file(spec), before);
+  CliResult r = run_cli({spec.string(), "-o", (dir.path() / "missing" / "k.cu").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "k.cu: No such file or directory")) << r.err;
+  r = run_cli({"generate", spec.string(), "-o", (dir.path() / "k.cu").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(read_file(dir.path() / "k.cu"), "#error \"generated for sm_90a")) << "the arch guard";
 }
 
 // ---- check ----

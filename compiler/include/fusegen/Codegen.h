@@ -47,6 +47,12 @@ struct CodegenOptions {
   // Every GEMM kernel takes this block instead of the heuristic's choice; a
   // block a kernel cannot take is an error naming it. Set by autotuning.
   std::optional<GemmBlock> gemm_block;
+  // Offline files (`fusegen generate`): an #error stops nvcc's device pass
+  // for any architecture but the target's (__CUDA_ARCH__ 900 for sm_90a),
+  // since the kernels are planned for that target alone.
+  // The runtime compiles what it generated for its own target and leaves it
+  // out.
+  bool arch_guard = false;
 };
 
 // A buffer filled with a constant before a kernel runs (e.g. +inf before a

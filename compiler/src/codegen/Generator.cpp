@@ -127,6 +127,24 @@ std::string format_gemm_block(const GemmBlock& block) {
          (block.split_k > 1 ? ":" + std::to_string(block.split_k) : "");
 }
 
+namespace {
+
+// Stops a device compilation for another architecture than `gpu`'s with a
+// message naming the right one. nvcc's host pass has no __CUDA_ARCH__ and
+// passes; nvcc without -arch compiles for its default (an older sm_XY) and
+// stops here. For sm_90a the check is on the 9.0 generation only: nvcc
+// -arch=sm_90a (CUDA 13) also compiles a plain compute_90 PTX, without
+// __CUDA_ARCH_FEAT_SM90_ALL, for which the GEMM template falls back to
+// mma.sync; that pass cannot be told from -arch=sm_90's.
+std::string arch_guard(const Target& gpu) {
+  const std::string target = gpu.compile_arch();
+  return "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != " + std::to_string(gpu.arch * 10) +
+         "\n#error \"generated for " + target + "; compile with -arch=" + target +
+         " (or generate for your GPU with fusegen --arch sm_XY)\"\n#endif\n";
+}
+
+} // namespace
+
 Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const CodegenOptions& options) {
   Result<Target> found_target = target_for_arch(options.arch);
   if (!found_target)
@@ -141,6 +159,8 @@ Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const Codege
   const std::string target = gpu.compile_arch();
   source.line("// Target " + target + " (nvcc -arch=" + target +
               "). Compile with nvcc (host launchers included) or define FUSEGEN_DEVICE_ONLY for device code only.");
+  if (options.arch_guard)
+    source.raw(arch_guard(gpu));
   source.line();
   source.raw(helpers->fragments[0]);
   source.line();
