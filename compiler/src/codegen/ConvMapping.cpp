@@ -207,6 +207,30 @@ RearrangeSpec weight_spec(const EmitContext& ctx, ValueId w_id, BufferId to, int
 
 // ---- forward ----
 
+// A forward convolution's input position per dim from the output position
+// and tap (statements appended to `load`): the bounds check of the padded
+// dims, and each position's term of the element offset (in elements of one
+// channel plane).
+struct InputPositions {
+  std::string outside;
+  std::vector<std::string> terms;
+};
+InputPositions input_positions(const ConvShape& c, std::vector<std::string>& load) {
+  InputPositions at;
+  for (size_t d = 0; d < c.dims.size(); ++d) {
+    const ConvDim& cd = c.dims[d];
+    std::string in = name_of(kInNames, c, d), out = name_of(kOutNames, c, d), tap = name_of(kTapNames, c, d);
+    std::string position = times(out, cd.stride);
+    if (cd.pad != 0)
+      position += " - " + num(cd.pad);
+    load.push_back("const int " + in + " = " + position + " + " + times(tap, cd.dilation) + ";");
+    if (cd.padded) // without padding every tap of a valid output position is inside the input
+      at.outside += (at.outside.empty() ? "" : " || ") + in + " < 0 || " + in + " >= " + num(cd.in);
+    at.terms.push_back(times(in, cd.in_stride));
+  }
+  return at;
+}
+
 // A gathered from the NC... input (zero padding by bounds checks), B the
 // weight [O, C/groups * taps] as [N, K]: k = (input channel, tap).
 void gathered_operands(const EmitContext& ctx, const Node& node, const ConvShape& c, GemmMapping& g) {
@@ -228,18 +252,11 @@ void gathered_operands(const EmitContext& ctx, const Node& node, const ConvShape
   load.push_back("const int p = static_cast<int>(m);");
   load.push_back(split_index("int", "p", names(kOutNames, c), outs, ""));
   split_depth(c, kernels, c.taps, load);
-  std::string outside, offset;
-  for (size_t d = 0; d < c.dims.size(); ++d) {
-    const ConvDim& cd = c.dims[d];
-    std::string in = name_of(kInNames, c, d), out = name_of(kOutNames, c, d), tap = name_of(kTapNames, c, d);
-    std::string position = times(out, cd.stride);
-    if (cd.pad != 0)
-      position += " - " + num(cd.pad);
-    load.push_back("const int " + in + " = " + position + " + " + times(tap, cd.dilation) + ";");
-    if (cd.padded) // without padding every tap of a valid output position is inside the input
-      outside += (outside.empty() ? "" : " || ") + in + " < 0 || " + in + " >= " + num(cd.in);
-    offset += " + " + times(in, cd.in_stride);
-  }
+  const InputPositions at = input_positions(c, load);
+  const std::string& outside = at.outside;
+  std::string offset;
+  for (const std::string& term : at.terms)
+    offset += " + " + term;
   if (!outside.empty())
     load.push_back("if (" + outside + ") return nullptr; // zero padding");
   std::string channel_offset =
@@ -320,18 +337,11 @@ void channels_last_operands(const EmitContext& ctx, const Node& node, const Conv
   } else {
     load.push_back(split_index("int", "tap", tap_names, kernels, ""));
   }
-  std::string outside, offset;
-  for (size_t d = 0; d < c.dims.size(); ++d) {
-    const ConvDim& cd = c.dims[d];
-    std::string in = name_of(kInNames, c, d), out = name_of(kOutNames, c, d), tap = name_of(kTapNames, c, d);
-    std::string position = times(out, cd.stride);
-    if (cd.pad != 0)
-      position += " - " + num(cd.pad);
-    load.push_back("const int " + in + " = " + position + " + " + times(tap, cd.dilation) + ";");
-    if (cd.padded)
-      outside += (outside.empty() ? "" : " || ") + in + " < 0 || " + in + " >= " + num(cd.in);
-    offset += (offset.empty() ? "" : " + ") + times(in, cd.in_stride);
-  }
+  const InputPositions at = input_positions(c, load);
+  const std::string& outside = at.outside;
+  std::string offset;
+  for (const std::string& term : at.terms)
+    offset += (offset.empty() ? "" : " + ") + term;
   if (!outside.empty())
     load.push_back("if (" + outside + ") return nullptr; // zero padding");
   load.push_back("return " + input + " + a_base + static_cast<long long>(" + offset + ") * " + num(c.channels) +
