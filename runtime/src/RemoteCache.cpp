@@ -129,7 +129,16 @@ RemoteCache::Fetched RemoteCache::fetch(const CacheKey& key) {
   return check_value(*settings_.key, key, reply.text);
 }
 
+bool RemoteCache::resting() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return Clock::now() < resting_until_;
+}
+
 bool RemoteCache::publish(const CacheKey& key, const CacheEntry& entry) {
+  // Encoding and signing an entry hash it twice (a few ms for a large one):
+  // not for a store that is resting anyway.
+  if (resting())
+    return false;
   const std::string name = name_of(key);
   std::string value = settings_.key->sign(name, encode_entry(entry));
   if (value.size() > settings_.max_value_bytes) {

@@ -73,6 +73,7 @@ private:
   // Runs `operation` on the connection unless the store is resting after a
   // failure; false (and the store rests) when it fails.
   bool with_store(const std::function<Status(RedisConnection&)>& operation);
+  bool resting(); // after a failure, for the retry interval
   void fail(const std::string& why);
 
   const RemoteCacheSettings settings_;
