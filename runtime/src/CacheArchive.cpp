@@ -143,7 +143,7 @@ Result<ArchiveReport> import_cache(const std::string& archive, const std::string
     return Error{archive + " claims " + std::to_string(count) + " entries"};
 
   runtime::DiskCache disk(dir);
-  runtime::Warnings warnings([](const std::string&) {}); // failures are in the report
+  runtime::Warnings warnings; // the remote cache's failures, once, on stderr
   std::shared_ptr<runtime::RemoteCache> remote;
   if (remote_options) {
     remote = runtime::open_remote_cache(*remote_options, warnings);
