@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""fusegen against PyTorch eager and torch.compile on the KernelBench seed chains.
+"""fusegen against PyTorch eager and torch.compile on KernelBench level-2 chains.
 
-For each chain (62, 75, 39, 85) at each shape set (v0.1: specs/kernelbench/*.fg
-at KernelBench's sizes; small: specs/kernelbench/small/*.fg), in one process on
-one GPU:
-  1. builds the PyTorch module (scripts/kernelbench_models.py) under
-     torch.manual_seed, inputs torch.rand as in KernelBench;
+For each chain at each shape set, in one process on one GPU. The chains: the
+seeds 62, 75, 39, 85 (v0.1: specs/kernelbench/*.fg at KernelBench's sizes;
+small: specs/kernelbench/small/*.fg; modules in scripts/kernelbench_models.py)
+and the convolution and pool chains (--chains conv or their numbers; v0.1:
+specs/kernelbench/conv/*.fg, small: conv/small/*.fg; each problem's own Model
+from bench/kernelbench_problems/level2, see scripts/kernelbench_conv.py):
+  1. builds the PyTorch module under torch.manual_seed, in train mode, inputs
+     torch.rand as in KernelBench (a conv chain: its get_inputs());
   2. runs fusegen through the Python package with the module's own weights
      (fusegen.module_arguments) on fresh inputs, and checks every output and
      running stat with allclose (atol=rtol=1e-4 strict, 1e-2 tf32);
@@ -19,12 +22,13 @@ one GPU:
      call of a tiny fusion next to one eager torch.add (host_overheads:
      batches begun on an idle GPU, and the back-to-back mean);
   5. prints the tables and writes them, with the GPU, driver and versions,
-     to OUT_DIR/<gpu>.md and .json (<gpu>-quick.* with --quick).
+     to OUT_DIR/<gpu>.md and .json (<gpu>-conv.* when conv chains are in the
+     run, -quick with --quick).
 
 A chain that fails (a fusegen error, say) is a FAIL row with its message;
 the run goes on. Without torch or a GPU it says so and exits 0.
 
-usage: bench/kernelbench.py [--chains 62,75,39,85] [--shapes v0.1|small|both]
+usage: bench/kernelbench.py [--chains 62,75,39,85|seeds|conv|all|1,2,...] [--shapes v0.1|small|both]
                             [--runs 100] [--quick] [--out-dir bench/results]
                             [--commit SHA] [--no-compile]
 fusegen comes from the installed package, else from python/ of this checkout
@@ -49,7 +53,10 @@ import traceback
 import launch_floor  # beside this file; the standard library only
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHAINS = ("62", "75", "39", "85")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import kernelbench_conv as kc  # noqa: E402 - the standard library only until a chain is built
+
+CHAINS = ("62", "75", "39", "85")  # the seed chains; the conv chains are kc.numbers()
 TOLERANCE = {"strict": 1e-4, "tf32": 1e-2}
 L2_FLUSH_BYTES = 256 << 20  # written before each timed run: well over twice any L2 (H100: 50 MB)
 MIN_RUNS = 10               # the fewest timed runs when --max-seconds caps a slow variant
@@ -79,7 +86,6 @@ def import_everything():
         sys.path.insert(0, os.path.join(ROOT, "python"))
         import fusegen as fusegen_
     fusegen = fusegen_
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
     return None
 
 
@@ -207,15 +213,42 @@ def dims_of(function, arguments):
 # One chain
 
 
-def check_precision(row, precision, model, f, km, chain, x_shape, n, sets):
+class Chain:
+    """One chain at one shape set: its spec, batch, Model and inputs, and where each spec argument lives
+    in the Model (names: {spec name: dotted attribute}; state: those updated in place)."""
+
+    def __init__(self, key, name, spec, n, make_model, make_inputs, names, state):
+        self.key, self.name, self.spec, self.n = key, name, spec, n
+        self.make_model, self.make_inputs, self.names, self.state = make_model, make_inputs, names, state
+
+
+def seed_chain(km, shapes, chain):
+    n, factory, x_shape = km.CONFIGS[shapes][chain]
+    return Chain(chain, os.path.splitext(km.SPEC_FILES[chain])[0], km.spec_path(shapes, chain), n,
+                 lambda: factory().cuda().train(), lambda: {"x": torch.rand(n, *x_shape, device="cuda")},
+                 km.ARGUMENTS[chain], km.STATE.get(chain, []))
+
+
+def conv_chain(shapes, number):
+    namespace = kc.load_problem(number, shapes)
+    return Chain(number, os.path.splitext(kc.spec_file(number))[0], kc.spec_path(shapes, number),
+                 namespace["batch_size"], lambda: kc.make_model(namespace, "cuda"),
+                 lambda: kc.make_inputs(namespace, "cuda"), kc.argument_map(number), kc.CHAINS[number]["state"])
+
+
+def make_chain(km, shapes, key):
+    return seed_chain(km, shapes, key) if key in CHAINS else conv_chain(shapes, key)
+
+
+def check_precision(row, precision, model, f, chain, sets):
     """Cold first call, then `sets` fresh input sets against the module; returns the last arguments."""
-    state = km.STATE.get(chain, [])
+    state = chain.state
     tolerance = TOLERANCE[precision]
     worst = 0.0
     passed = True
     for i in range(sets):
-        x = torch.rand(n, *x_shape, device="cuda")
-        arguments = fusegen.module_arguments(model, km.ARGUMENTS[chain], function=f, x=x)
+        inputs = chain.make_inputs()
+        arguments = fusegen.module_arguments(model, chain.names, function=f, **inputs)
         # Train-mode batch norm updates the running stats on every call: fusegen
         # updates the module's buffers in place; keep its result, put the state
         # back, and let PyTorch make its own update from the same state.
@@ -230,7 +263,7 @@ def check_precision(row, precision, model, f, km, chain, x_shape, n, sets):
         ours.update({name: arguments[name].clone() for name in state})
         for name in state:
             arguments[name].copy_(before[name])
-        expected = {"y": model(x)}
+        expected = {"y": model(*inputs.values())}
         expected.update({name: arguments[name] for name in state})
         for name, value in ours.items():
             if tuple(value.shape) != tuple(expected[name].shape):
@@ -243,16 +276,16 @@ def check_precision(row, precision, model, f, km, chain, x_shape, n, sets):
     return arguments
 
 
-def run_chain(args, shapes, chain, km, flush, cache_dir, row):
-    n, factory, x_shape = km.CONFIGS[shapes][chain]
-    spec = km.spec_path(shapes, chain)
-    row.update(n=n, spec=os.path.relpath(spec, ROOT))
+def run_chain(args, chain, flush, cache_dir, row):
+    spec = chain.spec
+    row.update(n=chain.n, spec=os.path.relpath(spec, ROOT))
     torch.manual_seed(args.seed)
-    model = factory().cuda().train()  # train(): KernelBench's default; batch norm uses batch statistics
-    x = torch.rand(n, *x_shape, device="cuda")
+    model = chain.make_model()  # in train mode: KernelBench's default; batch norm uses batch statistics
+    inputs = chain.make_inputs()
+    x = list(inputs.values())
     timing = dict(runs=args.runs, warmup=args.warmup, flush=flush, max_seconds=args.max_seconds)
 
-    row["eager_ms"], row["runs"]["eager"] = time_gpu(lambda: model(x), **timing)
+    row["eager_ms"], row["runs"]["eager"] = time_gpu(lambda: model(*x), **timing)
     log("  eager %.4f ms" % row["eager_ms"])
 
     if not args.no_compile:
@@ -261,10 +294,10 @@ def run_chain(args, shapes, chain, km, flush, cache_dir, row):
             importlib.import_module("torch._dynamo").reset()
             compiled = torch.compile(model)
             start = time.perf_counter()
-            compiled(x)
+            compiled(*x)
             torch.cuda.synchronize()
             row["compile_warmup_s"] = time.perf_counter() - start
-            row["compile_ms"], row["runs"]["compile"] = time_gpu(lambda: compiled(x), **timing)
+            row["compile_ms"], row["runs"]["compile"] = time_gpu(lambda: compiled(*x), **timing)
             log("  torch.compile %.4f ms (compiling took %.1f s)" % (row["compile_ms"], row["compile_warmup_s"]))
         except Exception as e:  # noqa: BLE001 - any failure is reported, the run goes on
             row["errors"].append("torch.compile: %s" % one_line(e))
@@ -275,8 +308,8 @@ def run_chain(args, shapes, chain, km, flush, cache_dir, row):
         try:
             runtime = fusegen.Runtime(precision=precision, cache_dir=cache_dir)
             f = runtime.load(spec).function()
-            arguments = check_precision(row, precision, model, f, km, chain, x_shape, n, args.sets)
-            arguments["x"] = x
+            arguments = check_precision(row, precision, model, f, chain, args.sets)
+            arguments.update(inputs)
             row["fusegen_ms"][precision], row["runs"][precision] = time_gpu(lambda: f(**arguments), **timing)
             log("  fusegen %s %.4f ms (cold first call %.0f ms), max error %.3g, %s" % (
                 precision, row["fusegen_ms"][precision], row["cold_ms"][precision], row["max_error"][precision],
@@ -300,8 +333,8 @@ def one_line(error):
     return lines[0] + (" (...)" if len(lines) > 1 else "")
 
 
-def new_row(shapes, chain, km):
-    return {"chain": chain, "name": os.path.splitext(km.SPEC_FILES[chain])[0], "shapes": shapes, "n": None,
+def new_row(shapes, key, name):
+    return {"chain": key, "name": name, "shapes": shapes, "n": None,
             "eager_ms": None, "compile_ms": None, "compile_warmup_s": None, "fusegen_ms": {}, "runs": {},
             "cold_ms": {}, "disk_load": {}, "max_error": {}, "passed": {}, "errors": []}
 
@@ -432,7 +465,9 @@ def runs_note(rows, args):
 
 
 def report(info, rows, overhead, args, seconds):
-    md = ["# fusegen vs PyTorch: KernelBench seed chains on %s" % info["gpu"], "",
+    conv = [c for c in args.chains if c not in CHAINS]
+    md = ["# fusegen vs PyTorch: KernelBench level-2 %s on %s" % (
+              "chains" if conv else "seed chains", info["gpu"]), "",
           "fusegen %s (commit %s), %s. Produced by:" % (info["fusegen"], info["commit"], info["date"]), "",
           "    " + info["command"], "",
           "- GPU: %s (%s), driver %s" % (info["gpu"], info["arch"], info["driver"]),
@@ -443,6 +478,9 @@ def report(info, rows, overhead, args, seconds):
           "batch-norm running stats included); speedup = PyTorch ms / fusegen ms." % (
               L2_FLUSH_BYTES >> 20, args.runs, args.warmup, args.sets),
           "- total time: %.0f s" % seconds, ""]
+    if conv:
+        md[-1:-1] = ["- conv chains: the problems' own Models from bench/kernelbench_problems/level2 (%s at commit "
+                     "%s), specs under specs/kernelbench/conv" % (kc.KERNELBENCH_REPOSITORY, kc.KERNELBENCH_COMMIT)]
     note = runs_note(rows, args)
     md += ["## Time per call", ""] + main_table(rows) + ([""] + [note] if note else []) + [""]
     md += ["## JIT compile and disk cache", "",
@@ -478,7 +516,9 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog=__doc__[__doc__.index("\n\n") + 2:],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--chains", default=",".join(CHAINS), help="comma-separated subset of 62,75,39,85")
+    parser.add_argument("--chains", default=",".join(CHAINS),
+                        help="comma-separated chains: seed chains 62,75,39,85 (the default), conv chains by "
+                             "KernelBench number (1,2,...), 'seeds', 'conv' (all %d) or 'all'" % len(kc.numbers()))
     parser.add_argument("--shapes", choices=["v0.1", "small", "both"], default="both")
     parser.add_argument("--runs", type=int, default=100, help="timed runs per variant (median; default 100)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed runs before timing (default 10)")
@@ -493,10 +533,15 @@ def parse_args():
     parser.add_argument("--commit", help="fusegen commit to record (default: git rev-parse of this checkout)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    args.chains = [c.strip() for c in args.chains.split(",") if c.strip()]
-    unknown = [c for c in args.chains if c not in CHAINS]
+    groups = {"seeds": list(CHAINS), "conv": kc.numbers(), "all": list(CHAINS) + kc.numbers()}
+    chains = []
+    for c in (c.strip() for c in args.chains.split(",") if c.strip()):
+        chains += [k for k in groups.get(c, [c]) if k not in chains]
+    args.chains = chains
+    unknown = [c for c in args.chains if c not in CHAINS and c not in kc.CHAINS]
     if unknown:
-        parser.error("unknown chains %s (expected some of %s)" % (unknown, ", ".join(CHAINS)))
+        parser.error("unknown chains %s (expected seeds %s, conv chains %s, or seeds/conv/all)" % (
+            unknown, ",".join(CHAINS), ",".join(kc.numbers())))
     if args.quick:
         args.runs, args.sets, args.overhead_calls = min(args.runs, 20), min(args.sets, 2), min(args.overhead_calls,
                                                                                                 1000)
@@ -536,11 +581,17 @@ def main():
             log("  FAIL: %s" % one_line(e))
         shape_sets = ["v0.1", "small"] if args.shapes == "both" else [args.shapes]
         for shapes in shape_sets:
-            for chain in args.chains:
-                row = new_row(shapes, chain, km)
+            for key in args.chains:
+                try:
+                    chain = make_chain(km, shapes, key)
+                except Exception as e:  # noqa: BLE001 - recorded as FAIL, the run goes on
+                    rows.append(dict(new_row(shapes, key, key), errors=[one_line(e)]))
+                    log("  FAIL: chain %s: %s" % (key, one_line(e)))
+                    continue
+                row = new_row(shapes, key, chain.name)
                 log("== %s %s (%.0f s so far)" % (shapes, row["name"], time.perf_counter() - begin))
                 try:
-                    run_chain(args, shapes, chain, km, flush, cache_dir, row)
+                    run_chain(args, chain, flush, cache_dir, row)
                 except Exception as e:  # noqa: BLE001 - recorded as FAIL, the run goes on
                     row["errors"].append(one_line(e))
                     log("  FAIL: %s" % one_line(e))
@@ -551,7 +602,9 @@ def main():
     text = report(info, rows, overhead, args, seconds)
     print("\n" + text)
     os.makedirs(args.out_dir, exist_ok=True)
-    base = os.path.join(args.out_dir, slug(info["gpu"]) + ("-quick" if args.quick else ""))
+    # A run with conv chains writes <gpu>-conv.*, leaving the seed chains' <gpu>.* as they are.
+    conv = any(c not in CHAINS for c in args.chains)
+    base = os.path.join(args.out_dir, slug(info["gpu"]) + ("-conv" if conv else "") + ("-quick" if args.quick else ""))
     with open(base + ".md", "w") as f:
         f.write(text)
     with open(base + ".json", "w") as f:

@@ -60,10 +60,6 @@ std::string hook(const std::string& return_type, const std::string& name, const 
   return function_hook(return_type, name, params.text(), body);
 }
 
-std::string bool_hook(const std::string& name, bool value) {
-  return "constexpr bool " + name + " = " + (value ? "true" : "false") + ";";
-}
-
 // The template's inner product (1 3xTF32, 2 TF32), block, slice depth and
 // load path.
 struct GemmVariant {

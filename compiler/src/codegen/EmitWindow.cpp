@@ -1,5 +1,5 @@
-// Window kernels (templates/window.cu): max_pool2d, avg_pool2d and
-// adaptive_avg_pool2d over [N, C, H, W] or [C, H, W], with the kernel's
+// Window kernels (templates/window.cu): max, average and adaptive pools in
+// 1-D to 3-D over [N, C, ...] or [C, ...], with the kernel's
 // pointwise prologue evaluated on every input tap (input coordinates) and its
 // epilogue on every pooled value (output coordinates). A group_norm applied
 // in the prologue whose statistics are still per-tile partials (from a conv
@@ -29,24 +29,31 @@ constexpr int64_t kMaxGridX = INT_MAX;
 constexpr int64_t kMaxGridY = 65535;
 constexpr int64_t kMaxExtent = 1 << 20; // spatial sizes handled with int arithmetic in the template
 
-enum PoolMode { kMax = 0, kAverage = 1, kAdaptive = 2 };
+enum PoolMode { kMax = 0, kAverage = 1, kAdaptive = 2, kAdaptiveMax = 3 };
 
+// The window over (D, H, W): a 1-D or 2-D pool's leading dims are 1.
 struct Geometry {
   PoolMode mode = kMax;
-  int64_t kernel_h = 0, kernel_w = 0; // adaptive: the largest bin; 0 when H/W are symbolic
-  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
-  int64_t out_h = 0, out_w = 0;
+  size_t spatial = 2;            // pooled trailing dims
+  int64_t kernel[3] = {1, 1, 1}; // adaptive: the largest bin; 0 when that input dim is symbolic
+  int64_t stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, dilation[3] = {1, 1, 1};
+  int64_t out[3] = {1, 1, 1};
+  bool count_include_pad = true;
+  int64_t divisor_override = 0;
+  int64_t taps() const { return kernel[0] * kernel[1] * kernel[2]; }
+  int64_t outputs() const { return out[0] * out[1] * out[2]; }
 };
 
-// A (H, W) attribute as two ints; None or empty gives `fallback`.
-std::vector<int64_t> pair_attr(const Node& node, const std::string& name, const std::vector<int64_t>& fallback) {
+// An int-or-tuple attribute over the `n` pooled dims; None or empty gives `fallback`.
+std::vector<int64_t> spatial_ints(const Node& node, const std::string& name, size_t n,
+                                  const std::vector<int64_t>& fallback) {
   auto it = node.attrs.find(name);
   if (it == node.attrs.end() || !std::holds_alternative<std::vector<int64_t>>(it->second))
     return fallback;
   const auto& values = std::get<std::vector<int64_t>>(it->second);
   if (values.empty())
     return fallback;
-  return ops::spatial_pair(values);
+  return ops::spatial_values(values, n);
 }
 
 // The widest of torch's adaptive bins [floor(i*in/out), ceil((i+1)*in/out)).
@@ -59,49 +66,74 @@ int64_t largest_bin(int64_t in, int64_t out) {
 
 Result<Geometry> geometry_of(const Node& node, const Shape& input, const Shape& output) {
   Geometry g;
-  size_t rank = input.size();
-  const Dim &height = input[rank - 2], &width = input[rank - 1];
-  g.out_h = output[rank - 2].value();
-  g.out_w = output[rank - 1].value();
   const OpTraits& traits = plan::traits_of(node);
+  const auto n = static_cast<size_t>(traits.spatial_dims);
+  g.spatial = n;
+  const size_t rank = input.size(), first = 3 - n; // (D, H, W) slot of the first pooled dim
+  for (size_t i = 0; i < n; ++i)
+    g.out[first + i] = output[rank - n + i].value();
   if (traits.adaptive_window) {
-    g.mode = kAdaptive;
-    if (height.is_constant() && width.is_constant()) {
-      g.kernel_h = largest_bin(height.value(), g.out_h);
-      g.kernel_w = largest_bin(width.value(), g.out_w);
+    g.mode = traits.window == WindowCombine::Max ? kAdaptiveMax : kAdaptive;
+    for (size_t i = 0; i < n; ++i) {
+      const Dim& in = input[rank - n + i];
+      g.kernel[first + i] = in.is_constant() ? largest_bin(in.value(), g.out[first + i]) : 0;
     }
   } else {
     g.mode = traits.window == WindowCombine::Max ? kMax : kAverage;
-    std::vector<int64_t> kernel = pair_attr(node, "kernel_size", {});
-    if (kernel.size() != 2)
+    std::vector<int64_t> kernel = spatial_ints(node, "kernel_size", n, {});
+    if (kernel.size() != n)
       return Error{"internal error: " + node.op + " without kernel_size"};
-    std::vector<int64_t> stride = pair_attr(node, "stride", kernel);
-    std::vector<int64_t> padding = pair_attr(node, "padding", {0, 0});
-    g.kernel_h = kernel[0], g.kernel_w = kernel[1];
-    g.stride_h = stride[0], g.stride_w = stride[1];
-    g.pad_h = padding[0], g.pad_w = padding[1];
+    std::vector<int64_t> stride = spatial_ints(node, "stride", n, kernel);
+    std::vector<int64_t> padding = spatial_ints(node, "padding", n, std::vector<int64_t>(n, 0));
+    std::vector<int64_t> dilation = spatial_ints(node, "dilation", n, std::vector<int64_t>(n, 1));
+    for (size_t i = 0; i < n; ++i) {
+      g.kernel[first + i] = kernel[i];
+      g.stride[first + i] = stride[i];
+      g.pad[first + i] = padding[i];
+      g.dilation[first + i] = dilation[i];
+    }
+    if (auto it = node.attrs.find("count_include_pad"); it != node.attrs.end())
+      g.count_include_pad = std::get<bool>(it->second);
+    if (auto it = node.attrs.find("divisor_override"); it != node.attrs.end()) {
+      if (const auto* one = std::get_if<int64_t>(&it->second))
+        g.divisor_override = *one;
+      else if (const auto* many = std::get_if<std::vector<int64_t>>(&it->second); many && many->size() == 1)
+        g.divisor_override = many->front();
+    }
   }
-  for (int64_t v : {g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.out_h, g.out_w})
-    if (v > kMaxExtent)
-      return Error{node.op + " with a window, stride or output dim above " + std::to_string(kMaxExtent) +
-                   " is not supported"};
-  for (const Dim* d : {&height, &width})
-    if (d->is_constant() && d->value() > kMaxExtent)
+  for (size_t d = 0; d < 3; ++d)
+    for (int64_t v : {g.kernel[d], g.stride[d], g.pad[d], g.dilation[d], g.out[d]})
+      if (v > kMaxExtent)
+        return Error{node.op + " with a window, stride, dilation or output dim above " + std::to_string(kMaxExtent) +
+                     " is not supported"};
+  int64_t plane = 1;
+  bool plane_known = true;
+  for (size_t i = rank - n; i < rank; ++i) {
+    if (!input[i].is_constant()) {
+      plane_known = false;
+      continue;
+    }
+    if (input[i].value() > kMaxExtent)
       return Error{node.op + " over a spatial dim above " + std::to_string(kMaxExtent) + " is not supported"};
-  // The template counts a window's taps in int (a symbolic H x W is assumed to fit).
-  if (height.is_constant() && width.is_constant() && height.value() * width.value() > INT_MAX)
+    plane *= input[i].value();
+  }
+  // The template counts a window's taps in int (a symbolic plane is assumed to fit).
+  if (plane_known && plane > INT_MAX)
     return Error{node.op + " over planes of more than " + std::to_string(INT_MAX) + " elements is not supported"};
-  if (g.out_h * g.out_w > INT_MAX / 2)
-    return Error{node.op + " with " + std::to_string(g.out_h * g.out_w) + " outputs per plane is not supported"};
+  if (g.outputs() > INT_MAX / 2)
+    return Error{node.op + " with " + std::to_string(g.outputs()) + " outputs per plane is not supported"};
+  if (g.dilation[0] * (g.kernel[0] - 1) > INT_MAX / 4 || g.dilation[1] * (g.kernel[1] - 1) > INT_MAX / 4 ||
+      g.dilation[2] * (g.kernel[2] - 1) > INT_MAX / 4)
+    return Error{node.op + " with a dilated window above 2^29 is not supported"};
   return g;
 }
 
 // Threads cooperating on one output: enough that each handles about
 // kTapsPerThread taps of the largest window.
 int team_size(const Geometry& g) {
-  if (g.kernel_h == 0) // adaptive over symbolic H/W: global pooling gets the whole block
-    return g.out_h * g.out_w == 1 ? kBlock : 8;
-  int64_t taps = g.kernel_h * g.kernel_w;
+  if (g.taps() == 0) // adaptive over a symbolic extent: global pooling gets the whole block
+    return g.outputs() == 1 ? kBlock : 8;
+  int64_t taps = g.taps();
   int team = 1;
   while (team < kBlock && taps > kTapsPerThread * team)
     team *= 2;
@@ -117,7 +149,7 @@ struct Tiling {
 Tiling tiling_of(const Geometry& g, int team, std::optional<int64_t> planes, int64_t rounds = kRoundsPerBlock) {
   Tiling t;
   int64_t teams = kBlock / team;
-  int64_t outputs = g.out_h * g.out_w;
+  int64_t outputs = g.outputs();
   int64_t capacity = teams * rounds; // outputs per block
   if (outputs <= capacity) {
     // Whole planes per block; several when they are small, so threads stay busy.
@@ -138,17 +170,21 @@ Tiling tiling_of(const Geometry& g, int team, std::optional<int64_t> planes, int
   return t;
 }
 
-// The plane index split into the input's leading coordinates.
-std::vector<std::string> plane_coords(const EmitContext& ctx, const Shape& shape) {
-  if (shape.size() == 3)
+// The plane index split into the input's leading coordinates (sample and
+// channel, or channel alone).
+std::vector<std::string> plane_coords(const EmitContext& ctx, const Shape& shape, size_t spatial) {
+  if (shape.size() == spatial + 1)
     return {"plane"};
   std::string channels = ctx.dim(shape[1]);
   return {"(plane / " + channels + ")", "(plane % " + channels + ")"};
 }
 
-std::vector<std::string> with_spatial(std::vector<std::string> coords, const std::string& h, const std::string& w) {
-  coords.push_back(h);
-  coords.push_back(w);
+// The coordinates of the pooled dims: the last `spatial` of (d, h, w), each
+// name with `prefix` ("o" for outputs).
+std::vector<std::string> with_spatial(std::vector<std::string> coords, size_t spatial, const std::string& prefix) {
+  const char* names[] = {"d", "h", "w"};
+  for (size_t i = 3 - spatial; i < 3; ++i)
+    coords.push_back(prefix + names[i]);
   return coords;
 }
 
@@ -172,9 +208,10 @@ Result<PlaneStats> plane_stats_of(const EmitContext& ctx, const Shape& input) {
   if (plan::channel_groups(node) <= 0 || partials == kNoId)
     return Error{"internal error: " + node.op + " in a window prologue has neither partial nor finalized statistics"};
   const Shape& norm_input = ctx.fusion().value(node.operands[0]).type.shape;
-  if (input.size() != 4 || norm_input != input)
-    return Error{"group_norm statistics from partials need the pool's 4-d [N, C, H, W] input to be group_norm's "
-                 "input shape (got " + shape_str(input) + ")"};
+  if (input.size() < 3 || norm_input != input)
+    return Error{"group_norm statistics from partials need the pool's batched [N, C, ...] input to be group_norm's "
+                 "input shape (got " +
+                 shape_str(input) + ")"};
   const PlanBuffer& buffer = ctx.plan().buffer(partials);
   if (buffer.shape.size() != 4 || buffer.ceil_div.size() != 4 || !buffer.shape[1].is_constant() ||
       !buffer.shape[2].is_constant() || !input[1].is_constant())
@@ -204,25 +241,30 @@ std::string stats_partials_hook(const EmitContext& ctx, const Shape& input, cons
                             std::to_string(stats.parts * 3) + "LL;"});
 }
 
-std::string load_input_hook(const EmitContext& ctx, ValueId input, const Shape& shape, const PlaneStats& stats) {
+std::string load_input_hook(const EmitContext& ctx, ValueId input, const Shape& shape, size_t spatial,
+                            const PlaneStats& stats) {
   std::vector<std::string> body;
-  PointwiseEmitter pointwise(ctx, body, shape, with_spatial(plane_coords(ctx, shape), "h", "w"));
+  PointwiseEmitter pointwise(ctx, body, shape, with_spatial(plane_coords(ctx, shape, spatial), spatial, ""));
   if (stats.norm != kNoId)
     pointwise.bind_stats(stats.norm, {"mean", "rstd", "", ""});
   std::string value = pointwise.value(input);
   body.push_back("return " + value + ";");
   return function_hook("float", "load_input",
-                       "const FusegenArgs& args, long long plane, long long h, long long w, float mean, float rstd",
+                       "const FusegenArgs& args, long long plane, long long d, long long h, long long w, float mean, "
+                       "float rstd",
                        body);
 }
 
-Result<std::string> store_output_hook(const EmitContext& ctx, ValueId pooled, const Shape& shape) {
+Result<std::string> store_output_hook(const EmitContext& ctx, ValueId pooled, const Shape& shape, const Geometry& g) {
   std::vector<std::string> body;
-  PointwiseEmitter pointwise(ctx, body, shape, with_spatial(plane_coords(ctx, shape), "oh", "ow"));
+  PointwiseEmitter pointwise(ctx, body, shape, with_spatial(plane_coords(ctx, shape, g.spatial), g.spatial, "o"));
   pointwise.bind(pooled, "pooled");
-  size_t rank = shape.size();
-  int64_t out_h = shape[rank - 2].value(), out_w = shape[rank - 1].value();
-  std::string offset = "plane * " + std::to_string(out_h * out_w) + "LL + oh * " + std::to_string(out_w) + "LL + ow";
+  std::string offset = "plane * " + std::to_string(g.outputs()) + "LL";
+  if (g.spatial == 3)
+    offset += " + od * " + std::to_string(g.out[1] * g.out[2]) + "LL";
+  if (g.spatial >= 2)
+    offset += " + oh * " + std::to_string(g.out[2]) + "LL";
+  offset += " + ow";
   std::vector<std::pair<ValueId, BufferId>> stored = stored_values(ctx);
   if (stored.empty())
     return Error{"internal error: window kernel stores nothing"};
@@ -234,7 +276,9 @@ Result<std::string> store_output_hook(const EmitContext& ctx, ValueId pooled, co
     body.push_back(ctx.buffer(buffer) + "[" + offset + "] = " + expr + ";");
   }
   return function_hook("void", "store_output",
-                       "const FusegenArgs& args, long long plane, long long oh, long long ow, float pooled", body);
+                       "const FusegenArgs& args, long long plane, long long od, long long oh, long long ow, "
+                       "float pooled",
+                       body);
 }
 
 } // namespace
@@ -247,11 +291,14 @@ Result<KernelSource> emit_window(const EmitContext& ctx) {
   ValueId input = pool.operands[0];
   const Shape& in_shape = ctx.fusion().value(input).type.shape;
   const Shape& out_shape = ctx.fusion().value(pool.result).type.shape;
-  size_t rank = in_shape.size();
-  if (rank != 3 && rank != 4)
-    return Error{pool.op + " expects a 3-d or 4-d input, got " + shape_str(in_shape)};
-  if (!out_shape[rank - 2].is_constant() || !out_shape[rank - 1].is_constant())
-    return Error{pool.op + " needs constant output spatial dims, got " + shape_str(out_shape)};
+  const auto spatial = static_cast<size_t>(plan::traits_of(pool).spatial_dims);
+  const size_t rank = in_shape.size();
+  if (rank != spatial + 1 && rank != spatial + 2)
+    return Error{pool.op + " expects a " + std::to_string(spatial + 1) + "-d or " + std::to_string(spatial + 2) +
+                 "-d input, got " + shape_str(in_shape)};
+  for (size_t i = rank - spatial; i < rank; ++i)
+    if (!out_shape[i].is_constant())
+      return Error{pool.op + " needs constant output spatial dims, got " + shape_str(out_shape)};
   Result<Geometry> geometry = geometry_of(pool, in_shape, out_shape);
   if (!geometry)
     return Error{geometry.error()};
@@ -261,7 +308,7 @@ Result<KernelSource> emit_window(const EmitContext& ctx) {
     return Error{plane_stats.error()};
   const PlaneStats& stats = plane_stats.value();
 
-  SizeExpr planes = ctx.size(in_shape, 0, rank - 2);
+  SizeExpr planes = ctx.size(in_shape, 0, rank - spatial);
   int team = team_size(g);
   // kRoundsPerBlock rounds per block, fewer (down to one) while the launch
   // would not fill the GPU (known plane count only).
@@ -279,25 +326,34 @@ Result<KernelSource> emit_window(const EmitContext& ctx) {
   hooks["block_size"] = constant_hook("kBlockSize", kBlock);
   hooks["team_size"] = constant_hook("kTeamSize", team);
   hooks["pool_mode"] = constant_hook("kPoolMode", g.mode);
-  hooks["kernel_h"] = constant_hook("kKernelH", g.kernel_h);
-  hooks["kernel_w"] = constant_hook("kKernelW", g.kernel_w);
-  hooks["stride_h"] = constant_hook("kStrideH", g.stride_h);
-  hooks["stride_w"] = constant_hook("kStrideW", g.stride_w);
-  hooks["pad_h"] = constant_hook("kPadH", g.pad_h);
-  hooks["pad_w"] = constant_hook("kPadW", g.pad_w);
-  hooks["out_h"] = constant_hook("kOutH", g.out_h);
-  hooks["out_w"] = constant_hook("kOutW", g.out_w);
+  const char* axes[] = {"D", "H", "W"};
+  const char* hook_axes[] = {"d", "h", "w"};
+  for (size_t d = 0; d < 3; ++d) {
+    const std::string axis = hook_axes[d], name = axes[d];
+    hooks["kernel_" + axis] = constant_hook("kKernel" + name, g.kernel[d]);
+    hooks["stride_" + axis] = constant_hook("kStride" + name, g.stride[d]);
+    hooks["pad_" + axis] = constant_hook("kPad" + name, g.pad[d]);
+    hooks["dilation_" + axis] = constant_hook("kDilation" + name, g.dilation[d]);
+    hooks["out_" + axis] = constant_hook("kOut" + name, g.out[d]);
+  }
+  hooks["count_include_pad"] = bool_hook("kCountIncludePad", g.count_include_pad);
+  hooks["divisor_override"] = constant_hook("kDivisorOverride", g.divisor_override);
   hooks["planes_per_block"] = constant_hook("kPlanesPerBlock", tiling.planes_per_block);
   hooks["outputs_per_block"] = constant_hook("kOutputsPerBlock", tiling.outputs_per_block);
   hooks["plane_stats"] = constant_hook("kPlaneStats", stats.norm != kNoId ? 1 : 0);
   hooks["stats_eps"] = "constexpr float kStatsEps = " + ops::cuda_float(stats.norm != kNoId ? stats.eps : 0.0) + ";";
-  hooks["planes"] = args_function_hook("long long", "planes", ctx.product(in_shape, 0, rank - 2));
-  hooks["in_height"] = args_function_hook("long long", "in_height", ctx.dim(in_shape[rank - 2]));
-  hooks["in_width"] = args_function_hook("long long", "in_width", ctx.dim(in_shape[rank - 1]));
+  hooks["planes"] = args_function_hook("long long", "planes", ctx.product(in_shape, 0, rank - spatial));
+  // The pooled dims' extents in (D, H, W) order; 1 where the pool has none.
+  const char* extent_hooks[] = {"in_depth", "in_height", "in_width"};
+  for (size_t d = 0; d < 3; ++d) {
+    const size_t first = 3 - spatial;
+    const std::string extent = d < first ? "1LL" : ctx.dim(in_shape[rank - spatial + (d - first)]);
+    hooks[extent_hooks[d]] = args_function_hook("long long", extent_hooks[d], extent);
+  }
   hooks["stats_parts"] = args_function_hook("long long", "stats_parts", std::to_string(stats.parts) + "LL");
   hooks["stats_partials"] = stats_partials_hook(ctx, in_shape, stats);
-  hooks["load_input"] = load_input_hook(ctx, input, in_shape, stats);
-  Result<std::string> store = store_output_hook(ctx, pool.result, out_shape);
+  hooks["load_input"] = load_input_hook(ctx, input, in_shape, spatial, stats);
+  Result<std::string> store = store_output_hook(ctx, pool.result, out_shape, g);
   if (!store)
     return Error{store.error()};
   hooks["store_output"] = store.value();

@@ -87,8 +87,10 @@ Result<Stages> read_stages(const EmitContext& ctx, const GemmMapping& g) {
     } else if (plan::channel_groups(*s.stats) > 0 && convolution) {
       const Shape& input = shape_of(ctx, s.stats->operands[0]);
       int64_t groups = plan::channel_groups(*s.stats);
-      if (input.size() != 4)
-        return Error{"group_norm statistics after an unbatched conv2d are not supported by the GEMM kernel"};
+      const OpTraits& conv = plan::traits_of(*s.contraction);
+      if (conv.transposed || input.size() != static_cast<size_t>(conv.spatial_dims) + 2)
+        return Error{"internal error: group_norm statistics after an unbatched or transposed " + s.contraction->op +
+                     " in the GEMM epilogue"};
       s.stats_group = input[1].value() / groups;
       int64_t conv_groups = std::get<int64_t>(s.contraction->attrs.at("groups"));
       int64_t group_outputs = input[1].value() / conv_groups;
@@ -171,11 +173,13 @@ std::vector<std::string> stats_slot_body(const EmitContext& ctx, const GemmMappi
   std::string partials = ctx.buffer(ctx.stats_buffer(s.stats->id, false));
   if (plan::is_column_norm(*s.stats)) // [ceil(M / tile), C, 3]
     return {"return " + partials + " + (row_tile * " + g.cols + " + n) * 3;"};
-  // group_norm after conv2d: [N, G, ceil(OH * OW / tile), 3]
+  // group_norm after a convolution: [N, G, ceil(output positions / tile), 3]
   int64_t groups = plan::channel_groups(*s.stats);
   int64_t conv_groups = std::get<int64_t>(s.contraction->attrs.at("groups"));
   const Shape& out = shape_of(ctx, s.contraction->result);
-  int64_t positions = out[2].value() * out[3].value();
+  int64_t positions = 1;
+  for (size_t d = 2; d < out.size(); ++d)
+    positions *= out[d].value();
   int64_t tiles = (positions + kTile - 1) / kTile;
   std::string g_text = std::to_string(groups) + "LL", tiles_text = std::to_string(tiles) + "LL";
   std::string per_group = std::to_string(s.stats_group) + "LL";

@@ -45,9 +45,11 @@ struct GemmMapping {
   bool is_matrix = false;
 };
 
-// The contraction's mapping (linear, matmul, a 2-D convolution), from its
-// op traits; an error for what the GEMM kernel cannot address.
+// The contraction's mapping (linear, matmul, a convolution), from its op
+// traits; an error for what the GEMM kernel cannot address.
 Result<GemmMapping> map_contraction(const EmitContext& ctx, const Node& node);
+// A convolution's (any rank, forward or transposed): ConvMapping.cpp.
+Result<GemmMapping> map_convolution(const EmitContext& ctx, const Node& node);
 
 // True if `name` occurs in `lines` as a whole identifier.
 bool mentions(const std::vector<std::string>& lines, const std::string& name);

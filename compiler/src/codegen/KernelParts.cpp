@@ -13,6 +13,10 @@ std::string constant_hook(const std::string& name, int64_t value) {
   return "constexpr int " + name + " = " + std::to_string(value) + ";";
 }
 
+std::string bool_hook(const std::string& name, bool value) {
+  return "constexpr bool " + name + " = " + (value ? "true" : "false") + ";";
+}
+
 std::string function_hook(const std::string& return_type, const std::string& name, const std::string& params,
                           const std::vector<std::string>& body) {
   std::string out = "__device__ __forceinline__ " + return_type + " " + name + "(" + params + ") {\n";

@@ -10,6 +10,8 @@ namespace fusegen::codegen {
 
 // `constexpr int kName = value;`
 std::string constant_hook(const std::string& name, int64_t value);
+// `constexpr bool kName = true;`
+std::string bool_hook(const std::string& name, bool value);
 // A `__device__ __forceinline__` function hook with the given signature
 // (after the return type) and body lines.
 std::string function_hook(const std::string& return_type, const std::string& name, const std::string& params,

@@ -87,7 +87,11 @@ JoinAnswer gemm_emits_group_statistics(const Fusion& fusion, const KernelStep& g
     return {};
   const Shape& shape = fusion.value(norm.operands[0]).type.shape;
   const int64_t groups = channel_groups(norm);
-  if (shape.size() != 4 || !shape[1].is_constant() || groups <= 0)
+  const OpTraits& conv = traits_of(contraction_of(fusion, gemm));
+  // Batched results only, and every GEMM row an output position: a
+  // transposed convolution's phases leave rows that store nothing.
+  if (conv.transposed || shape.size() != static_cast<size_t>(conv.spatial_dims) + 2 || !shape[1].is_constant() ||
+      groups <= 0)
     return {};
   const int64_t per_group = shape[1].value() / groups;
   // Each norm group must lie inside one column tile and one conv group.

@@ -8,26 +8,6 @@
 namespace fusegen::plan {
 namespace {
 
-bool attr_is(const Node& node, const std::string& name, const AttrValue& value) {
-  auto it = node.attrs.find(name);
-  return it == node.attrs.end() || it->second == value;
-}
-
-bool ints_all(const Node& node, const std::string& name, int64_t value) {
-  auto it = node.attrs.find(name);
-  if (it == node.attrs.end())
-    return true;
-  if (const auto* one = std::get_if<int64_t>(&it->second))
-    return *one == value;
-  if (const auto* many = std::get_if<std::vector<int64_t>>(&it->second)) {
-    for (int64_t v : *many)
-      if (v != value)
-        return false;
-    return true;
-  }
-  return false;
-}
-
 // Whether any of the input's trailing `n` dims is symbolic.
 bool symbolic_spatial(const Fusion& fusion, const Node& node, int n) {
   const Shape& shape = fusion.value(node.operands[0]).type.shape;
@@ -40,34 +20,14 @@ bool symbolic_spatial(const Fusion& fusion, const Node& node, int n) {
 // What no kernel handles about a convolution or window node; empty if supported.
 std::string gap(const Fusion& fusion, const Node& node) {
   const OpTraits& traits = traits_of(node);
-  const std::string dims = std::to_string(traits.spatial_dims) + "-D";
-  if (traits.contraction == ContractionForm::Convolution) {
-    if (traits.transposed)
-      return "transposed convolutions";
-    if (traits.spatial_dims != 2)
-      return dims + " convolutions";
-    if (std::holds_alternative<std::string>(node.attrs.at("padding")))
-      return "padding=\"same\" with uneven padding (an even dilated kernel)";
-    if (symbolic_spatial(fusion, node, 2))
-      return "convolutions over symbolic spatial dims";
-    return {};
-  }
-  if (traits.window == WindowCombine::None)
-    return {};
-  if (traits.spatial_dims != 2)
-    return dims + " pools";
-  if (traits.adaptive_window)
-    return traits.window == WindowCombine::Max ? "adaptive max pools" : std::string{};
-  if (!attr_is(node, "ceil_mode", AttrValue(false)))
-    return "ceil_mode=true";
-  if (!ints_all(node, "dilation", 1))
-    return "dilated pools";
-  if (!attr_is(node, "count_include_pad", AttrValue(true)))
-    return "count_include_pad=false";
-  if (!attr_is(node, "divisor_override", AttrValue(NoneAttr{})))
-    return "divisor_override";
-  if (symbolic_spatial(fusion, node, 2))
-    return "pools over symbolic spatial dims";
+  if (traits.contraction == ContractionForm::Convolution)
+    return symbolic_spatial(fusion, node, traits.spatial_dims + 1)
+               ? "convolutions over symbolic channel or spatial dims (give them with --dims)"
+               : std::string{};
+  // A pool's output extents must be constants (adaptive pools fix them).
+  if (traits.window != WindowCombine::None && !traits.adaptive_window &&
+      symbolic_spatial(fusion, node, traits.spatial_dims))
+    return "pools over symbolic spatial dims (give them with --dims)";
   return {};
 }
 

@@ -3,7 +3,8 @@
 // spirit): pointwise ops on their own (elementwise kernel) and in a GEMM
 // epilogue; reductions and normalizations over trailing dims (row-reduce
 // kernel) and leading dims (generic reduction); norms fused into GEMM
-// epilogues; pools; contractions. Sizes are 1, 3, 127 and others that are no
+// epilogues; pools of every rank; contractions, convolutions of every rank
+// and transposed ones. Sizes are 1, 3, 127 and others that are no
 // multiple of any tile, so partial tiles and bounds checks run. Strict
 // precision (1e-4). Skips without a GPU.
 #include "support/GpuSupport.h"
@@ -184,7 +185,64 @@ void normalization_cases(std::vector<MatrixCase>& out) {
                  {1, 3}});
 }
 
+// Convolutions of every rank, forward and transposed, at edge shapes: odd
+// sizes, stride above the kernel (transposed phases without taps), dilation,
+// groups, output_padding, "same" padding with an even kernel; fused
+// group_norm statistics after a 3-D convolution, unfused after a transposed one.
+void convolution_cases(std::vector<MatrixCase>& out) {
+  auto conv = [&](const std::string& name, const std::string& body) {
+    out.push_back({name, "fusion f {\n" + body + "}\n", {1, 3}});
+  };
+  conv("conv1d_stride_pad_dilation", "  input x : f32[N, 3, 17]\n  param w : f32[5, 3, 4]\n  param b : f32[5]\n"
+                                     "  output y = conv1d(x, w, b, stride=2, padding=3, dilation=2)\n");
+  conv("conv1d_same_even_kernel", "  input x : f32[N, 3, 16]\n  param w : f32[4, 3, 4]\n"
+                                  "  output y = conv1d(x, w, padding=\"same\", dilation=1)\n");
+  conv("conv3d_groups_stride_pad_dilation",
+       "  input x : f32[N, 4, 5, 6, 7]\n  param w : f32[6, 2, 3, 2, 3]\n  param b : f32[6]\n"
+       "  output y = conv3d(x, w, b, stride=(1, 2, 1), padding=(1, 0, 1), dilation=(1, 1, 2), groups=2)\n");
+  conv("conv3d_wide_group_norm_pool",
+       "  input x : f32[N, 5, 5, 6, 7]\n  param w : f32[70, 5, 3, 3, 3]\n  param b : f32[70]\n"
+       "  h = conv3d(x, w, b)\n  h = group_norm(h, 5)\n  output y = max_pool3d(relu(h), 2)\n");
+  conv("conv3d_size_one_dims", "  input x : f32[N, 2, 1, 1, 5]\n  param w : f32[3, 2, 1, 1, 2]\n"
+                               "  output y = conv3d(x, w)\n");
+  conv("conv_transpose1d_output_padding_dilation",
+       "  input x : f32[N, 4, 9]\n  param w : f32[4, 3, 5]\n"
+       "  output y = conv_transpose1d(x, w, stride=3, padding=2, output_padding=1, dilation=2)\n");
+  conv("conv_transpose1d_stride_shares_dilation",
+       "  input x : f32[N, 2, 6]\n  param w : f32[2, 3, 3]\n  param b : f32[3]\n"
+       "  output y = conv_transpose1d(x, w, b, stride=2, dilation=2)\n");
+  conv("conv_transpose2d_groups_output_padding",
+       "  input x : f32[N, 6, 5, 7]\n  param w : f32[6, 2, 3, 4]\n  param b : f32[6]\n"
+       "  output y = conv_transpose2d(x, w, b, stride=(2, 3), padding=(1, 0), output_padding=(1, 2), groups=3)\n");
+  conv("conv_transpose2d_stride_above_kernel", "  input x : f32[N, 3, 4, 5]\n  param w : f32[3, 5, 2, 2]\n"
+                                               "  output y = sigmoid(conv_transpose2d(x, w, stride=3))\n");
+  conv("conv_transpose2d_wide", "  input x : f32[N, 40, 6, 5]\n  param w : f32[40, 72, 3, 3]\n"
+                                "  param b : f32[72]\n  output y = conv_transpose2d(x, w, b, stride=2, padding=1)\n");
+  conv("conv_transpose3d_group_norm",
+       "  input x : f32[N, 4, 3, 4, 5]\n  param w : f32[4, 6, 3, 3, 3]\n  param b : f32[6]\n"
+       "  h = conv_transpose3d(x, w, b, stride=2, padding=1, output_padding=1)\n"
+       "  h = group_norm(h, 3)\n  output y = tanh(h)\n");
+  conv("conv_transpose3d_dilation", "  input x : f32[N, 2, 3, 3, 4]\n  param w : f32[2, 3, 2, 3, 2]\n"
+                                    "  output y = conv_transpose3d(x, w, padding=(0, 1, 0), dilation=2)\n");
+}
+
 void window_cases(std::vector<MatrixCase>& out) {
+  out.push_back({"pools_1d_3d",
+                 "fusion f {\n  input x : f32[N, 3, 7, 8, 9]\n  input z : f32[N, 4, 13]\n"
+                 "  output y0 = max_pool3d(x, 2)\n"
+                 "  output y1 = avg_pool3d(x, (3, 2, 3), stride=(2, 1, 2), padding=1, ceil_mode=true, "
+                 "count_include_pad=false)\n"
+                 "  output y2 = adaptive_max_pool3d(x, (2, 3, 4))\n  output y3 = adaptive_avg_pool3d(x, 1)\n"
+                 "  output y4 = max_pool1d(z, 3, stride=2, padding=1, dilation=2, ceil_mode=true)\n"
+                 "  output y5 = avg_pool1d(z, 4, divisor_override=3)\n  output y6 = adaptive_avg_pool1d(z, 5)\n"
+                 "  output y7 = adaptive_max_pool1d(z, 1)\n}\n",
+                 {1, 3}});
+  out.push_back({"pools_2d_options",
+                 "fusion f {\n  input x : f32[N, 3, 7, 9]\n  output y0 = max_pool2d(x, 3, stride=2, dilation=2, "
+                 "padding=1)\n  output y1 = adaptive_max_pool2d(x, (3, 4))\n"
+                 "  output y2 = avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=true)\n"
+                 "  output y3 = avg_pool2d(x, 2, count_include_pad=false, padding=1)\n}\n",
+                 {1, 3}});
   out.push_back({"pools",
                  "fusion f {\n  input x : f32[N, 3, 7, 9]\n  output y0 = max_pool2d(x, 2)\n"
                  "  output y1 = max_pool2d(x, 3, stride=2, padding=1)\n  output y2 = avg_pool2d(x, (2, 3))\n"
@@ -197,6 +255,7 @@ std::vector<MatrixCase> cases() {
   std::vector<MatrixCase> out;
   pointwise_cases(out);
   contraction_cases(out);
+  convolution_cases(out);
   reduction_cases(out);
   normalization_cases(out);
   window_cases(out);
