@@ -61,6 +61,18 @@ class InternalError(Error):
     status = 8
 
 
+class UnsupportedModuleError(Error):
+    """fusegen.from_module or the torch.compile backend met a node that fusegen cannot
+    express. The message names the first such node: its op and, where the graph
+    recorded it, the module's source line. `op`, `source` and `node` hold them."""
+
+    def __init__(self, message, op=None, source=None, node=None):
+        super().__init__(message)
+        self.op = op
+        self.source = source
+        self.node = node
+
+
 class LibraryNotFoundError(Error, ImportError):
     """libfusegen.so could not be found or loaded."""
 

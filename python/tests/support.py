@@ -107,6 +107,15 @@ def has_driver(runtime):
         return False
 
 
+def fusegen_cli():
+    """The fusegen command-line tool: $FUSEGEN_CLI (ctest sets it), else build/cli/fusegen of
+    this checkout, else one on PATH; None when there is none."""
+    for candidate in (os.environ.get("FUSEGEN_CLI"), os.path.join(REPO, "build", "cli", "fusegen")):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("fusegen")
+
+
 def spec(shapes, chain):
     """Path of a KernelBench spec: shapes 'v0.1' or 'small', chain '62', '75', '39' or '85'."""
     folder = SPECS if shapes == "v0.1" else os.path.join(SPECS, "small")

@@ -42,10 +42,11 @@
 //                                  padding, the hook's own check); called only
 //                                  for m < M, k < K
 //   "b_address"     const float* b_address(args, b_base, k, n)  B element; k < K, n < N
-//                                  (on the cp.async path, kAsync, a_address,
-//                                  b_address and b_small_address are affine
-//                                  in their coordinates: copy_slice_async()
-//                                  steps from one row's address to the next)
+//                                  (on the cp.async path, kAsync, b_address
+//                                  and b_small_address, and a_address unless
+//                                  kAAffine is false, are affine in their
+//                                  coordinates: copy_slice_async() steps from
+//                                  one row's address to the next)
 //   "a_depth_table" constexpr int kADepthTable  0, or K: A's addresses split
 //                                  into a_row(m) + a_depth_offset(k) (conv2d
 //                                  without padding), the offsets of every k
@@ -61,6 +62,11 @@
 //                                  at 4 contiguous, 16-byte aligned elements
 //                                  (and that extent is a multiple of 4)
 //   "b_vector"      constexpr bool kBVector  the same for B
+//   "a_affine"      constexpr bool kAAffine  a_address() is affine in m for a
+//                                  fixed k (the cp.async path steps from one
+//                                  row's address to the next); false: every
+//                                  copy computes its own (a convolution's
+//                                  gathered rows over a channels-last input)
 //   "split_k"       constexpr int kSplitK   1, or 2, 4 or 8 (sm_90):
 //                                  the blocks of a thread-block cluster along
 //                                  x share one output block, each multiplying
@@ -219,6 +225,8 @@ __device__ __forceinline__ int a_depth_offset(const FusegenArgs& args, long long
 FUSEGEN_HOOK("a_vector") constexpr bool kAVector = true;
 
 FUSEGEN_HOOK("b_vector") constexpr bool kBVector = true;
+
+FUSEGEN_HOOK("a_affine") constexpr bool kAAffine = true;
 
 FUSEGEN_HOOK("shared_floats")
 constexpr int kDynamicSharedFloats = gemm_layout::shared_floats({1, 128, 64, 32, 4, 1, true, false, false});

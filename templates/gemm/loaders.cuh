@@ -154,13 +154,22 @@ __device__ __forceinline__ void copy_slice_async(const FusegenArgs& args, const 
   const int r0 = static_cast<int>(threadIdx.x) / kVectorsPerRow, kk = (static_cast<int>(threadIdx.x) % kVectorsPerRow) * 4;
   const long long k = k0 + kk;
   const bool k_inside = k < e.depth;
-  const float* a = a_element(args, a_base, m0 + r0, k);
-  const long long a_step = a_element(args, a_base, m0 + r0 + kRowStep, k) - a;
+  if constexpr (kAAffine) {
+    const float* a = a_element(args, a_base, m0 + r0, k);
+    const long long a_step = a_element(args, a_base, m0 + r0 + kRowStep, k) - a;
 #pragma unroll
-  for (int i = 0; i < kACopies; ++i) {
-    const int mm = r0 + i * kRowStep;
-    gemm_copy16_async(slice + slice_offset(mm, kk), m0 + mm < e.rows && k_inside ? a + i * a_step : nullptr,
-                      stand_in);
+    for (int i = 0; i < kACopies; ++i) {
+      const int mm = r0 + i * kRowStep;
+      gemm_copy16_async(slice + slice_offset(mm, kk), m0 + mm < e.rows && k_inside ? a + i * a_step : nullptr,
+                        stand_in);
+    }
+  } else { // gathered rows: an address per copy (null for padding)
+#pragma unroll
+    for (int i = 0; i < kACopies; ++i) {
+      const int mm = r0 + i * kRowStep;
+      gemm_copy16_async(slice + slice_offset(mm, kk),
+                        m0 + mm < e.rows && k_inside ? a_element(args, a_base, m0 + mm, k) : nullptr, stand_in);
+    }
   }
   float* bs = slice + kBlockM * kRowStride;
   const float* b = b_address(args, b_base, k, n0 + r0);

@@ -112,6 +112,8 @@ __device__ __forceinline__ int a_depth_offset(const FusegenArgs& args, long long
 constexpr bool kAVector = true;
 // hook b_vector:
 constexpr bool kBVector = true;
+// hook a_affine:
+constexpr bool kAAffine = true;
 // hook shared_floats:
 constexpr int kDynamicSharedFloats = 18432;
 // hook stages:

@@ -293,8 +293,8 @@ fusion conv {
   output y = relu(h) * s
 }
 fusion conv1x1 {
-  input x : f32[16, 9, 7]
-  param w : f32[70, 16, 1, 1]
+  input x : f32[12, 9, 7]
+  param w : f32[70, 12, 1, 1]
   output y = conv2d(x, w)
 }
 fusion conv_wide {
@@ -436,7 +436,8 @@ TEST(CodegenGemm, ConvHooks) {
   EXPECT_TRUE(contains(wide, "if (ih < 0 || ih >= 20 || iw < 0 || iw >= 18) return nullptr; // zero padding"));
   EXPECT_EQ(variant_of(wide), "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false") << "N symbolic";
   // 1x1 kernel without padding: no tap decoding, no bounds checks; unbatched.
-  // K = 16 and the weight rows are multiples of 4, still element loads.
+  // K = 12 and the weight rows are multiples of 4, still element loads (fewer
+  // than 16 channels: no channels-last copies).
   std::string conv1x1 = kernel_text(code, "conv1x1_k0");
   EXPECT_TRUE(contains(conv1x1, "const int c = kq, i = 0, j = 0;"));
   EXPECT_FALSE(contains(conv1x1, "zero padding"));
@@ -445,6 +446,57 @@ TEST(CodegenGemm, ConvHooks) {
   EXPECT_TRUE(contains(conv1x1, "const long long out = o * 63LL + oh * 7LL + ow;"));
   EXPECT_EQ(variant_of(conv1x1), "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false")
       << "63 x 70 outputs: 2 blocks of 64x64, fewer of any larger block";
+}
+
+// A convolution over 16+ input channels per group reads channels-last copies
+// of its input and weight that two passes before it write (bench/NOTES.md
+// v44): both operands 16-byte vectors along k, A's rows gathered per copy.
+// A transposed one's weight is copied per output phase, zero-padded.
+TEST(CodegenGemm, ConvolutionsOverManyChannelsReadChannelsLastCopies) {
+  std::vector<Plan> plans = plans_of(R"(
+fusion forward {
+  input x : f32[N, 32, 12, 13]
+  param w : f32[80, 16, 3, 3]
+  output y = conv2d(x, w, padding=1, groups=2)
+}
+fusion transposed {
+  input x : f32[N, 32, 5, 6, 7]
+  param w : f32[32, 72, 3, 2, 3]
+  output y = conv_transpose3d(x, w, stride=(2, 1, 3), padding=1)
+}
+)");
+  ASSERT_EQ(plans.size(), 2u);
+  for (const Plan& plan : plans) {
+    const KernelStep& step = plan.kernels.at(0);
+    ASSERT_NE(step.a_layout, kNoId) << plan.fusion.name;
+    ASSERT_NE(step.b_layout, kNoId) << plan.fusion.name;
+    EXPECT_EQ(plan.buffer(step.a_layout).role, PlanBuffer::Role::Scratch);
+  }
+  EXPECT_EQ(shape_str(plans[0].buffer(plans[0].kernels[0].a_layout).shape), "[N, 12, 13, 32]");
+  EXPECT_EQ(shape_str(plans[0].buffer(plans[0].kernels[0].b_layout).shape), "[80, 3, 3, 16]");
+  // 6 phases (2 x 1 x 3), each with 2 x 2 x 1 taps of 32 channels, 72 columns.
+  EXPECT_EQ(shape_str(plans[1].buffer(plans[1].kernels[0].b_layout).shape),
+            "[" + std::to_string(6 * 4 * 32 * 72) + "]");
+  for (Precision precision : {Precision::Strict, Precision::TF32}) {
+    GeneratedCode code = generate(plans, precision);
+    for (const char* kernel : {"forward_k0", "transposed_k0"}) {
+      std::string text = kernel_text(code, kernel);
+      EXPECT_TRUE(contains(variant_of(text), "vectors true/true")) << kernel;
+      EXPECT_TRUE(contains(text, "constexpr bool kAAffine = false;")) << kernel;
+      EXPECT_TRUE(contains(text, "constexpr bool kLoadAAlongK = true;")) << kernel;
+    }
+    for (size_t f = 0; f < 2; ++f) {
+      const std::vector<KernelLaunch>& launches = code.fusions[f].kernels;
+      ASSERT_EQ(launches.size(), 3u) << "two copies, then the GEMM";
+      EXPECT_TRUE(contains(launches[0].name, "_channels_last")) << launches[0].name;
+      EXPECT_TRUE(contains(launches[1].name, "_channels_last")) << launches[1].name;
+      EXPECT_EQ(launches[2].kind, KernelKind::Gemm);
+    }
+  }
+  // Fewer than 16 channels per group: the gathered operands, no copies.
+  std::vector<Plan> few = plans_of("fusion f {\n  input x : f32[N, 12, 9, 9]\n  param w : f32[80, 12, 3, 3]\n"
+                                   "  output y = conv2d(x, w)\n}\n");
+  EXPECT_EQ(few.at(0).kernels.at(0).a_layout, kNoId);
 }
 
 TEST(CodegenGemm, LaunchGeometry) {
@@ -569,8 +621,8 @@ fusion mm {
   output y = matmul(a, b)
 }
 fusion conv64 {
-  input x : f32[N, 16, 34, 34]
-  param w : f32[64, 16, 3, 3]
+  input x : f32[N, 12, 34, 34]
+  param w : f32[64, 12, 4, 4]
   output y = conv2d(x, w)
 }
 )";
@@ -756,7 +808,13 @@ fusion lin {
 TEST(CodegenGemm, NarrowTemplateTakesFewColumnsAndShallowDepth) {
   std::vector<Plan> plans = plans_of(kNarrow, {{"N", 128}});
   GeneratedCode code = generate(plans);
-  auto template_of = [&](size_t fusion) { return launch_of(code, fusion, 0).template_file; };
+  // The GEMM's launch (a channels-last copy may come before it).
+  auto template_of = [&](size_t fusion) {
+    for (const KernelLaunch& launch : code.fusions.at(fusion).kernels)
+      if (launch.kind == KernelKind::Gemm)
+        return launch.template_file;
+    return std::string("none");
+  };
   EXPECT_EQ(template_of(0), "narrow_gemm.cu");
   EXPECT_EQ(template_of(1), "narrow_gemm.cu") << "33 columns, strict";
   EXPECT_EQ(template_of(2), "gemm.cu") << "65 columns";

@@ -69,6 +69,11 @@ struct KernelStep {
   // A strict linear over many rows: scratch for its weight's tf32 small
   // parts, which the GEMM may split once per call instead of in every block.
   BufferId b_split = kNoId;
+  // A convolution over many input channels: scratch for channels-last copies
+  // of its input ([N, spatial..., C]) and weight ([O, taps..., C/groups]),
+  // written once per call, from which both operands load as 16-byte vectors
+  // along k on the tensor-core path.
+  BufferId a_layout = kNoId, b_layout = kNoId;
   // A GEMM whose row minimum/maximum crosses its 64-column tiles: 0 when the
   // tiles combine it with atomics into the result (filled with +-inf first);
   // P > 0 when each of the P tiles writes its own partial and the readers

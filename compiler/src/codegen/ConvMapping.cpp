@@ -167,37 +167,56 @@ void split_depth(const ConvShape& c, const std::vector<int64_t>& tap_extents, in
 // "a * 3" (nothing for a factor of 1).
 std::string times(const std::string& a, int64_t factor) { return factor == 1 ? a : a + " * " + num(factor); }
 
+// ---- channels-last copies (KernelStep::a_layout) ----
+
+// [lead..., C, spatial...] -> [lead..., spatial..., C].
+RearrangeSpec input_copy(const EmitContext& ctx, ValueId x_id, const ConvShape& c, BufferId to) {
+  const Shape& x = shape_of(ctx, x_id);
+  const std::string c_text = num(c.channels) + "LL", s_text = num(c.plane) + "LL",
+                    block = num(c.channels * c.plane) + "LL";
+  RearrangeSpec spec;
+  spec.to = to;
+  spec.from = ctx.value_buffer(x_id);
+  spec.decode = {"const long long lead = index / " + block + ", rest = index % " + block + ";",
+                 "const long long s = rest / " + c_text + ", c = rest % " + c_text + ";",
+                 "const long long from = (lead * " + c_text + " + c) * " + s_text + " + s;",
+                 "const bool inside = true;"};
+  spec.numel = ctx.size(x, 0, x.size());
+  spec.numel_text = ctx.product(x, 0, x.size());
+  spec.channels = c.channels;
+  spec.channel_stride = c.plane;
+  spec.suffix = "_input_channels_last";
+  spec.note = "copies " + spec.from + " channels-last for the convolution's vector loads";
+  return spec;
+}
+
+RearrangeSpec weight_spec(const EmitContext& ctx, ValueId w_id, BufferId to, int64_t numel, int64_t channels,
+                          int64_t channel_stride, std::vector<std::string> decode, const std::string& what) {
+  RearrangeSpec spec;
+  spec.to = to;
+  spec.from = ctx.value_buffer(w_id);
+  spec.decode = std::move(decode);
+  spec.numel = ctx.constant(numel);
+  spec.numel_text = num(numel) + "LL";
+  spec.channels = channels;
+  spec.channel_stride = channel_stride;
+  spec.suffix = "_weight_channels_last";
+  spec.note = "copies " + spec.from + " " + what + " for the convolution's vector loads";
+  return spec;
+}
+
 // ---- forward ----
 
-GemmMapping map_forward(const EmitContext& ctx, const Node& node, const ConvShape& c) {
+// A gathered from the NC... input (zero padding by bounds checks), B the
+// weight [O, C/groups * taps] as [N, K]: k = (input channel, tap).
+void gathered_operands(const EmitContext& ctx, const Node& node, const ConvShape& c, GemmMapping& g) {
   ValueId x_id = operand(node, "input"), w_id = operand(node, "weight");
   const std::vector<int64_t> outs = per_dim(c, [](const ConvDim& d) { return d.out; });
   const std::vector<int64_t> kernels = per_dim(c, [](const ConvDim& d) { return d.kernel; });
-  int64_t positions = 1;
-  for (int64_t o : outs)
-    positions *= o;
   const int64_t depth = c.group_inputs * c.taps;
   const std::string n_text = num(c.groups) + "LL";
-  const Shape& x = shape_of(ctx, x_id);
-
-  GemmMapping g;
-  g.rows = num(positions) + "LL";
-  g.cols = num(c.group_outputs) + "LL";
-  g.depth = num(depth) + "LL";
-  g.launch_rows = ctx.constant(positions);
-  g.launch_cols = ctx.constant(c.group_outputs);
-  g.launch_depth = ctx.constant(depth);
-  if (c.batched) {
-    g.batches = c.groups == 1 ? ctx.dim(x[0]) : "(" + ctx.dim(x[0]) + " * " + n_text + ")";
-    g.launch_batches = ctx.mul(ctx.size(x, 0, 1), ctx.constant(c.groups));
-  } else {
-    g.batches = n_text;
-    g.launch_batches = ctx.constant(c.groups);
-  }
   g.a_along_k = false; // consecutive output positions read neighbouring input elements
   g.b_along_k = true;
-  g.out_along_m = true; // NC...: an output channel's positions are adjacent
-
   // A: the first input channel of (sample, conv group), then the gathered element.
   const std::string sample_plane = num(c.channels * c.plane) + "LL";
   if (c.groups == 1)
@@ -252,6 +271,109 @@ GemmMapping map_forward(const EmitContext& ctx, const Node& node, const ConvShap
   else
     g.b_offset = {"return (batch % " + n_text + ") * " + num(c.group_outputs * depth) + "LL;"};
   g.b_address = {"return " + (ctx.value_buffer(w_id) + " + b_base + n * " + g.depth + " + k") + ";"};
+}
+
+// Channels-last copies of the input ([N, spatial..., C]) and weight ([O,
+// taps..., C/groups]), KernelStep::a_layout: k = (tap, input channel), so
+// four consecutive k are four channels of one input element, a 16-byte
+// vector on both operands (the planner asks for C/groups % 4 == 0). A's rows
+// are gathered, so each copy computes its own address (a_affine = false).
+void channels_last_operands(const EmitContext& ctx, const Node& node, const ConvShape& c, GemmMapping& g) {
+  const std::string input = ctx.buffer(ctx.step().a_layout), weight = ctx.buffer(ctx.step().b_layout);
+  g.operand_passes.push_back(rearrange_pass(ctx, input_copy(ctx, operand(node, "input"), c, ctx.step().a_layout)));
+  // [O, C/g, taps...] -> [O, taps..., C/g]
+  const std::string t_text = num(c.taps) + "LL", cg_text = num(c.group_inputs) + "LL";
+  g.operand_passes.push_back(
+      rearrange_pass(ctx, weight_spec(ctx, operand(node, "weight"), ctx.step().b_layout,
+                                      c.out_channels * c.group_inputs * c.taps, c.group_inputs, c.taps,
+                                      {"const long long o = index / (" + t_text + " * " + cg_text +
+                                           "), rest = index % (" + t_text + " * " + cg_text + ");",
+                                       "const long long t = rest / " + cg_text + ", c = rest % " + cg_text + ";",
+                                       "const long long from = (o * " + cg_text + " + c) * " + t_text + " + t;",
+                                       "const bool inside = true;"},
+                                      "channels-last")));
+  const std::vector<int64_t> outs = per_dim(c, [](const ConvDim& d) { return d.out; });
+  const std::vector<int64_t> kernels = per_dim(c, [](const ConvDim& d) { return d.kernel; });
+  const int64_t depth = c.group_inputs * c.taps;
+  const std::string n_text = num(c.groups) + "LL";
+  g.a_along_k = g.b_along_k = true;
+  g.a_vector = g.b_vector = true;
+  g.a_affine = false;
+  const std::string sample_size = num(c.channels * c.plane) + "LL";
+  if (c.groups == 1)
+    g.a_offset = {"return batch * " + sample_size + ";"};
+  else
+    g.a_offset = {"return (batch / " + n_text + ") * " + sample_size + " + (batch % " + n_text + ") * " +
+                  num(c.group_inputs) + "LL;"};
+  std::vector<std::string>& load = g.a_address;
+  load.push_back("const int p = static_cast<int>(m);");
+  load.push_back(split_index("int", "p", names(kOutNames, c), outs, ""));
+  load.push_back("const int kq = static_cast<int>(k);");
+  load.push_back("const int c = kq % " + num(c.group_inputs) + ", tap = kq / " + num(c.group_inputs) + ";");
+  std::vector<std::string> tap_names = names(kTapNames, c);
+  if (c.taps == 1) {
+    std::string zero;
+    for (const std::string& t : tap_names)
+      zero += std::string(zero.empty() ? "" : ", ") + t + " = 0";
+    load.push_back("const int " + zero + ";");
+    load.push_back("(void)tap;");
+  } else {
+    load.push_back(split_index("int", "tap", tap_names, kernels, ""));
+  }
+  std::string outside, offset;
+  for (size_t d = 0; d < c.dims.size(); ++d) {
+    const ConvDim& cd = c.dims[d];
+    std::string in = name_of(kInNames, c, d), out = name_of(kOutNames, c, d), tap = name_of(kTapNames, c, d);
+    std::string position = times(out, cd.stride);
+    if (cd.pad != 0)
+      position += " - " + num(cd.pad);
+    load.push_back("const int " + in + " = " + position + " + " + times(tap, cd.dilation) + ";");
+    if (cd.padded)
+      outside += (outside.empty() ? "" : " || ") + in + " < 0 || " + in + " >= " + num(cd.in);
+    offset += (offset.empty() ? "" : " + ") + times(in, cd.in_stride);
+  }
+  if (!outside.empty())
+    load.push_back("if (" + outside + ") return nullptr; // zero padding");
+  load.push_back("return " + input + " + a_base + static_cast<long long>(" + offset + ") * " + num(c.channels) +
+                 "LL + c;");
+  if (c.groups == 1)
+    g.b_offset = {"return 0;"};
+  else
+    g.b_offset = {"return (batch % " + n_text + ") * " + num(c.group_outputs * depth) + "LL;"};
+  g.b_address = {"return " + weight + " + b_base + n * " + num(depth) + "LL + k;"};
+}
+
+GemmMapping map_forward(const EmitContext& ctx, const Node& node, const ConvShape& c) {
+  ValueId x_id = operand(node, "input");
+  const std::vector<int64_t> outs = per_dim(c, [](const ConvDim& d) { return d.out; });
+  int64_t positions = 1;
+  for (int64_t o : outs)
+    positions *= o;
+  const int64_t depth = c.group_inputs * c.taps;
+  const std::string n_text = num(c.groups) + "LL";
+  const Shape& x = shape_of(ctx, x_id);
+
+  GemmMapping g;
+  g.rows = num(positions) + "LL";
+  g.cols = num(c.group_outputs) + "LL";
+  g.depth = num(depth) + "LL";
+  g.launch_rows = ctx.constant(positions);
+  g.launch_cols = ctx.constant(c.group_outputs);
+  g.launch_depth = ctx.constant(depth);
+  if (c.batched) {
+    g.batches = c.groups == 1 ? ctx.dim(x[0]) : "(" + ctx.dim(x[0]) + " * " + n_text + ")";
+    g.launch_batches = ctx.mul(ctx.size(x, 0, 1), ctx.constant(c.groups));
+  } else {
+    g.batches = n_text;
+    g.launch_batches = ctx.constant(c.groups);
+  }
+  g.out_along_m = true; // NC...: an output channel's positions are adjacent
+
+  const KernelStep& step = ctx.step();
+  if (step.a_layout != kNoId && step.b_layout != kNoId)
+    channels_last_operands(ctx, node, c, g);
+  else
+    gathered_operands(ctx, node, c, g);
 
   std::string sample = c.groups == 1 ? "batch" : "batch / " + n_text;
   std::string channel = c.groups == 1 ? "n" : "(batch % " + n_text + ") * " + num(c.group_outputs) + "LL + n";
@@ -305,6 +427,14 @@ std::string select(const std::string& r, const std::vector<int64_t>& values) {
   return text;
 }
 
+// "(void)rd; ..." for every phase variable.
+std::string void_phases(const ConvShape& c) {
+  std::string line;
+  for (const std::string& r : names(kPhaseNames, c))
+    line += std::string(line.empty() ? "" : " ") + "(void)" + r + ";";
+  return line;
+}
+
 // Statements decoding the opaque per-batch value (the batch itself on this
 // mapping) into "sg" (sample * groups + conv group) and the phase per dim.
 std::vector<std::string> split_phase(const ConvShape& c, const std::string& batch, int64_t phases) {
@@ -313,6 +443,7 @@ std::vector<std::string> split_phase(const ConvShape& c, const std::string& batc
   lines.push_back("const int phase = static_cast<int>(" + batch + " % " + num(phases) + "LL);");
   lines.push_back(
       split_index("int", "phase", names(kPhaseNames, c), per_dim(c, [](const ConvDim& d) { return d.stride; }), ""));
+  lines.push_back(void_phases(c)); // a dim of stride 1 has one phase, which no select reads
   return lines;
 }
 
@@ -364,12 +495,20 @@ GemmMapping map_transposed(const EmitContext& ctx, const Node& node, const ConvS
     return v;
   }();
 
-  // A: input element (j + shift - i * skip) of channel c of (sample, group).
+  const bool channels_last = ctx.step().a_layout != kNoId && ctx.step().b_layout != kNoId;
+  // A: input element (j + shift - i * skip) of channel c of (sample, group);
+  // channels-last, k = (tap, c) and four k are a vector of channels.
   std::vector<std::string>& load = g.a_address;
   load = split_phase(c, "a_base", phases);
   load.push_back("const int p = static_cast<int>(m);");
   load.push_back(split_index("int", "p", names(kSubNames, c), sub_rows, ""));
-  split_depth(c, tap_extents, phase_taps, load);
+  if (channels_last) {
+    load.push_back("const int kq = static_cast<int>(k);");
+    load.push_back("const int c = kq % " + num(c.group_inputs) + ", tap = kq / " + num(c.group_inputs) + ";");
+    load.push_back(split_index("int", "tap", names(kTapNames, c), tap_extents, ""));
+  } else {
+    split_depth(c, tap_extents, phase_taps, load);
+  }
   std::string outside, offset;
   for (size_t d = 0; d < c.dims.size(); ++d) {
     const ConvDim& cd = c.dims[d];
@@ -380,29 +519,69 @@ GemmMapping map_transposed(const EmitContext& ctx, const Node& node, const ConvS
                    ";");
     outside += (outside.empty() ? "" : " || ") + first + " < 0 || " + first + " + " + times(tap, p.step) +
                " >= " + num(cd.kernel) + " || " + in + " < 0 || " + in + " >= " + num(cd.in);
-    offset += " + " + times(in, cd.in_stride);
+    offset += (offset.empty() ? "" : " + ") + times(in, cd.in_stride);
   }
   load.push_back("if (" + outside + ") return nullptr; // no such tap in this phase, or zero padding");
-  load.push_back("return " + ctx.value_buffer(x_id) + " + sg * " + num(c.group_inputs * c.plane) + "LL + " +
-                 "static_cast<long long>(c) * " + num(c.plane) + "LL" + offset + ";");
-
-  // B: weight [C_in, C_out / groups, k...] at (group's channel c, n, the
-  // phase's tap); a masked tap reads tap 0 (A's zero cancels it).
-  std::vector<std::string>& weight = g.b_address;
-  weight = split_phase(c, "b_base", phases);
-  weight.push_back("const long long group = sg % " + num(c.groups) + "LL;");
-  split_depth(c, tap_extents, phase_taps, weight);
-  std::string tap_offset;
-  for (size_t d = 0; d < c.dims.size(); ++d) {
-    const PhaseDim& p = pd[d];
-    std::string r = name_of(kPhaseNames, c, d), tap = name_of(kTapNames, c, d);
-    std::string at = "t" + name_of(kTapNames, c, d);
-    weight.push_back("int " + at + " = " + select(r, p.first) + " + " + times(tap, p.step) + ";");
-    weight.push_back("if (" + at + " < 0 || " + at + " >= " + num(c.dims[d].kernel) + ") " + at + " = 0;");
-    tap_offset += " + " + times(at, c.dims[d].tap_stride);
+  if (channels_last) {
+    g.a_along_k = g.b_along_k = true;
+    g.a_vector = g.b_vector = true;
+    g.a_affine = false;
+    const std::string groups = num(c.groups) + "LL";
+    load.push_back("return " + ctx.buffer(ctx.step().a_layout) + " + (sg / " + groups + ") * " +
+                   num(c.plane * c.channels) + "LL + (sg % " + groups + ") * " + num(c.group_inputs) +
+                   "LL + static_cast<long long>(" + offset + ") * " + num(c.channels) + "LL + c;");
+    g.operand_passes.push_back(rearrange_pass(ctx, input_copy(ctx, x_id, c, ctx.step().a_layout)));
+    // B: the weight rearranged per (conv group, phase) into dense [O/g, K]
+    // slices with zeros for the taps a phase lacks.
+    const int64_t slice = c.group_outputs * depth;
+    g.b_offset = {"return (batch % " + num(c.groups * phases) + "LL) * " + num(slice) + "LL;"};
+    g.b_address = {"return " + ctx.buffer(ctx.step().b_layout) + " + b_base + n * " + num(depth) + "LL + k;"};
+    std::vector<std::string> decode = {
+        "const long long gp = index / " + num(slice) + "LL, rest = index % " + num(slice) + "LL;",
+        "const long long n = rest / " + num(depth) + "LL, kq = rest % " + num(depth) + "LL;",
+        "const long long group = gp / " + num(phases) + "LL;",
+        "const int phase = static_cast<int>(gp % " + num(phases) + "LL);",
+        split_index("int", "phase", names(kPhaseNames, c), per_dim(c, [](const ConvDim& d) { return d.stride; }), ""),
+        void_phases(c),
+        "const long long c = kq % " + num(c.group_inputs) + "LL;",
+        "const int tap = static_cast<int>(kq / " + num(c.group_inputs) + "LL);",
+        split_index("int", "tap", names(kTapNames, c), tap_extents, "")};
+    std::string valid, tap_offset;
+    for (size_t d = 0; d < c.dims.size(); ++d) {
+      const PhaseDim& p = pd[d];
+      std::string at = "t" + name_of(kTapNames, c, d);
+      decode.push_back("const int " + at + " = " + select(name_of(kPhaseNames, c, d), p.first) + " + " +
+                       times(name_of(kTapNames, c, d), p.step) + ";");
+      valid += (valid.empty() ? "" : " && ") + at + " >= 0 && " + at + " < " + num(c.dims[d].kernel);
+      tap_offset += " + " + times(at, c.dims[d].tap_stride);
+    }
+    decode.push_back("const bool inside = " + valid + ";");
+    decode.push_back("const long long from = inside ? ((group * " + num(c.group_inputs) + "LL + c) * " +
+                     num(c.group_outputs) + "LL + n) * " + num(c.taps) + "LL" + tap_offset + " : 0;");
+    g.operand_passes.push_back(
+        rearrange_pass(ctx, weight_spec(ctx, w_id, ctx.step().b_layout, c.groups * phases * slice, c.group_inputs,
+                                        c.group_outputs * c.taps, decode, "per output phase, channels-last")));
+  } else {
+    load.push_back("return " + ctx.value_buffer(x_id) + " + sg * " + num(c.group_inputs * c.plane) + "LL + " +
+                   "static_cast<long long>(c) * " + num(c.plane) + "LL + " + offset + ";");
+    // B: weight [C_in, C_out / groups, k...] at (group's channel c, n, the
+    // phase's tap); a masked tap reads tap 0 (A's zero cancels it).
+    std::vector<std::string>& weight = g.b_address;
+    weight = split_phase(c, "b_base", phases);
+    weight.push_back("const long long group = sg % " + num(c.groups) + "LL;");
+    split_depth(c, tap_extents, phase_taps, weight);
+    std::string tap_offset;
+    for (size_t d = 0; d < c.dims.size(); ++d) {
+      const PhaseDim& p = pd[d];
+      std::string r = name_of(kPhaseNames, c, d), tap = name_of(kTapNames, c, d);
+      std::string at = "t" + name_of(kTapNames, c, d);
+      weight.push_back("int " + at + " = " + select(r, p.first) + " + " + times(tap, p.step) + ";");
+      weight.push_back("if (" + at + " < 0 || " + at + " >= " + num(c.dims[d].kernel) + ") " + at + " = 0;");
+      tap_offset += " + " + times(at, c.dims[d].tap_stride);
+    }
+    weight.push_back("return " + ctx.value_buffer(w_id) + " + ((group * " + num(c.group_inputs) + "LL + c) * " +
+                     num(c.group_outputs) + "LL + n) * " + num(c.taps) + "LL" + tap_offset + ";");
   }
-  weight.push_back("return " + ctx.value_buffer(w_id) + " + ((group * " + num(c.group_inputs) + "LL + c) * " +
-                   num(c.group_outputs) + "LL + n) * " + num(c.taps) + "LL" + tap_offset + ";");
 
   // Output coordinates; rows past a phase's own sub-grid store nothing.
   std::vector<std::string>& lines = g.coord_lines;

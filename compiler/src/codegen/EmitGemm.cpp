@@ -194,13 +194,13 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g,
 
 // The GEMM's products read only what no kernel before it in the call writes
 // (no earlier kernel writes a buffer it reads, and no pass of its own splits
-// B first): it waits for the kernel before it after its products, before its
+// B or copies the operands channels-last first): it waits for the kernel before it after its products, before its
 // epilogue writes anything (templates/gemm.cu "wait_late"), so that its k
 // loop runs beside that kernel. Its fills (+inf before a row minimum) are
 // written by the kernel just before it and read by the epilogue only.
 // bench/NOTES.md v29 (chain 75 small).
 bool waits_late(const EmitContext& ctx, const GemmVariant& v) {
-  if (v.b_split)
+  if (v.b_split || ctx.step().a_layout != kNoId) // a pass of its own writes what it reads
     return false;
   const std::vector<BufferId>& reads = ctx.step().reads;
   for (size_t k = 0; k < ctx.kernel_index(); ++k)
@@ -393,8 +393,16 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   shared_hooks["epilogue"] = hook("float", "epilogue", epilogue_params, epilogue_body(ctx, g, s));
   shared_hooks["stats_slot"] =
       hook("float*", "stats_slot", element("batch", "row_tile", "n"), stats_slot_body(ctx, g, s));
+  // The channels-last copies run first, whichever template takes the GEMM.
+  auto with_layout = [&](KernelSource source) {
+    for (KernelSource pass : g.operand_passes) {
+      source.scratch_used.insert(source.scratch_used.end(), pass.scratch_used.begin(), pass.scratch_used.end());
+      source.leaders.insert(source.leaders.begin(), std::move(pass));
+    }
+    return source;
+  };
   if (takes_narrow(ctx, g, s))
-    return emit_narrow_gemm(ctx, g, s, shared_hooks);
+    return with_layout(emit_narrow_gemm(ctx, g, s, shared_hooks));
 
   KernelSource source;
   source.template_file = "gemm.cu";
@@ -430,6 +438,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["a_depth_table"] = constant_hook("kADepthTable", static_cast<int>(g.a_depth_table));
   hooks["a_vector"] = bool_hook("kAVector", g.a_vector);
   hooks["b_vector"] = bool_hook("kBVector", g.b_vector);
+  hooks["a_affine"] = bool_hook("kAAffine", g.a_affine);
   hooks["shared_floats"] = constant_hook("kDynamicSharedFloats", static_cast<int>(variant.shared_floats()));
   hooks["a_along_k"] = bool_hook("kLoadAAlongK", g.a_along_k);
   hooks["b_along_k"] = bool_hook("kLoadBAlongK", g.b_along_k);
@@ -503,7 +512,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
     follower.launch.shared_bytes = split.shared_floats() * 4;
     source.followers.push_back(std::move(follower));
   }
-  return source;
+  return with_layout(std::move(source));
 }
 
 } // namespace fusegen::codegen

@@ -31,6 +31,13 @@ struct GemmMapping {
   // 16-byte loads: the contiguous extent (and every batch offset) is a
   // multiple of 4, so vectors at indices divisible by 4 are aligned and whole.
   bool a_vector = false, b_vector = false;
+  // a_address() is affine in m for a fixed k (the cp.async path then steps
+  // from one row's address to the next); false for a convolution's gathered
+  // rows on that path, whose every copy computes its own address.
+  bool a_affine = true;
+  // Passes launched before the GEMM that write the scratch its operands read
+  // (a convolution's channels-last copies, KernelStep::a_layout).
+  std::vector<KernelSource> operand_passes;
   std::vector<std::string> a_offset, b_offset, a_address, b_address; // hook bodies
   // A's addresses as a_row(m) + a table of a_depth_offset(k) (templates/gemm.cu
   // "a_depth_table"): K entries, or 0 for a_address() alone.
@@ -48,6 +55,20 @@ struct GemmMapping {
 // The contraction's mapping (linear, matmul, a convolution), from its op
 // traits; an error for what the GEMM kernel cannot address.
 Result<GemmMapping> map_contraction(const EmitContext& ctx, const Node& node);
+// A pass writing scratch `to` element by element before the GEMM:
+// `decode` defines `from` (an offset into `from`'s buffer) and `inside`
+// (false: a zero) for element `index`; four consecutive destination elements
+// are four channels, `channel_stride` apart in the source (ChannelsLastPass.cpp).
+struct RearrangeSpec {
+  BufferId to = kNoId;
+  std::string from;                // the source's buffer expression
+  std::vector<std::string> decode; // statements defining `from` and `inside`
+  SizeExpr numel;
+  std::string numel_text; // device code
+  int64_t channels = 1, channel_stride = 1;
+  std::string suffix, note;
+};
+KernelSource rearrange_pass(const EmitContext& ctx, const RearrangeSpec& spec);
 // A convolution's (any rank, forward or transposed): ConvMapping.cpp.
 Result<GemmMapping> map_convolution(const EmitContext& ctx, const Node& node);
 

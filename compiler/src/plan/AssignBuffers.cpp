@@ -1,5 +1,6 @@
 #include "plan/AssignBuffers.h"
 
+#include "plan/GemmFamily.h"
 #include "plan/PlanQueries.h"
 
 #include <algorithm>
@@ -249,6 +250,61 @@ void assign_buffers(Plan& plan) {
     step.b_split = add_buffer(plan, scratch);
     add_unique(step.writes, step.b_split);
     add_unique(step.reads, step.b_split);
+  }
+  // A convolution over many channels reads channels-last copies of its
+  // input and weight (bench/NOTES.md v44).
+  for (KernelStep& step : plan.kernels) {
+    if (step.kind != KernelKind::Gemm || !conv_reads_channels_last(fusion, fusion.node(step.anchor())))
+      continue;
+    const Node& conv = fusion.node(step.anchor());
+    const auto spatial = static_cast<size_t>(traits_of(conv).spatial_dims);
+    ValueId input = conv.operands[0], weight = conv.operands[static_cast<size_t>(op_of(conv).tensor_slot("weight"))];
+    if (value_buffer[input] == kNoId || value_buffer[weight] == kNoId)
+      continue;
+    auto channels_last = [&](ValueId value, const std::string& prefix) {
+      const Shape& shape = fusion.value(value).type.shape;
+      const size_t channel = shape.size() - spatial - 1;
+      Shape moved(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(channel));
+      moved.insert(moved.end(), shape.begin() + static_cast<std::ptrdiff_t>(channel) + 1, shape.end());
+      moved.push_back(shape[channel]);
+      const std::string& source = plan.buffers[value_buffer[value]].name;
+      PlanBuffer scratch{prefix + source,
+                         PlanBuffer::Role::Scratch,
+                         kNoId,
+                         moved,
+                         {},
+                         "channels-last copy of " + source + " for " + conv.op + "'s vector loads",
+                         PlanBuffer::Combine::None};
+      BufferId id = add_buffer(plan, scratch);
+      add_unique(step.writes, id);
+      add_unique(step.reads, id);
+      return id;
+    };
+    step.a_layout = channels_last(input, "channels_last_");
+    if (!traits_of(conv).transposed) {
+      step.b_layout = channels_last(weight, "channels_last_");
+      continue;
+    }
+    // A transposed convolution's weight per (conv group, output phase): dense
+    // [C_out / groups, taps of a phase, C_in / groups] slices, zeros for the
+    // taps a phase lacks.
+    const Shape& w = fusion.value(weight).type.shape;
+    const std::vector<int64_t>& stride = std::get<std::vector<int64_t>>(conv.attrs.at("stride"));
+    int64_t phases = 1;
+    for (size_t d = 0; d < spatial; ++d)
+      phases *= stride.size() == 1 ? stride[0] : stride[d];
+    const int64_t floats = phases * w[0].value() * w[1].value() * transposed_phase_taps(fusion, conv);
+    const std::string& source = plan.buffers[value_buffer[weight]].name;
+    PlanBuffer scratch{"phases_" + source,
+                       PlanBuffer::Role::Scratch,
+                       kNoId,
+                       Shape{Dim::constant(floats)},
+                       {},
+                       source + " per output phase, channels-last, for " + conv.op + "'s vector loads",
+                       PlanBuffer::Combine::None};
+    step.b_layout = add_buffer(plan, scratch);
+    add_unique(step.writes, step.b_layout);
+    add_unique(step.reads, step.b_layout);
   }
   for (KernelStep& step : plan.kernels) {
     std::sort(step.reads.begin(), step.reads.end());

@@ -53,4 +53,13 @@ JoinAnswer gemm_emits_group_statistics(const Fusion& fusion, const KernelStep& g
 // rewrites it when the readers combine the parts instead).
 std::string row_reduce_atomics_note(const std::string& op);
 
+// Whether a convolution reads channels-last copies of its input and weight
+// (KernelStep::a_layout): constant channel and spatial dims, at least 16
+// input channels per group in multiples of 4, and a GEMM the narrow kernel
+// does not take (more than 64 columns or a depth above 128).
+bool conv_reads_channels_last(const Fusion& fusion, const Node& conv);
+// A transposed convolution's kernel taps per output phase (the most any
+// phase has): per dim ceil(k / (stride / gcd(stride, dilation))).
+int64_t transposed_phase_taps(const Fusion& fusion, const Node& conv);
+
 } // namespace fusegen::plan

@@ -205,6 +205,18 @@ void convolution_cases(std::vector<MatrixCase>& out) {
        "  h = conv3d(x, w, b)\n  h = group_norm(h, 5)\n  output y = max_pool3d(relu(h), 2)\n");
   conv("conv3d_size_one_dims", "  input x : f32[N, 2, 1, 1, 5]\n  param w : f32[3, 2, 1, 1, 2]\n"
                                "  output y = conv3d(x, w)\n");
+  // Channels-last copies and vector loads (16+ input channels per group,
+  // more than 64 output channels per group).
+  conv("conv2d_channels_last_stride_pad_dilation",
+       "  input x : f32[N, 16, 13, 11]\n  param w : f32[72, 16, 3, 2]\n  param b : f32[72]\n"
+       "  output y = relu(conv2d(x, w, b, stride=(2, 1), padding=(1, 2), dilation=(1, 2)))\n");
+  conv("conv3d_channels_last_groups", "  input x : f32[N, 40, 3, 5, 6]\n  param w : f32[130, 20, 2, 3, 3]\n"
+                                      "  output y = conv3d(x, w, groups=2, padding=(0, 1, 1))\n");
+  conv("conv1d_channels_last_same_group_norm", "  input x : f32[N, 32, 37]\n  param w : f32[128, 32, 4]\n"
+                                               "  h = conv1d(x, w, padding=\"same\")\n  output y = group_norm(h, 2)\n");
+  conv("conv_transpose3d_channels_last_groups_dilation",
+       "  input x : f32[N, 32, 4, 5, 6]\n  param w : f32[32, 80, 3, 2, 3]\n"
+       "  output y = conv_transpose3d(x, w, stride=(2, 1, 3), padding=(1, 0, 1), groups=2, dilation=(1, 2, 1))\n");
   conv("conv_transpose1d_output_padding_dilation",
        "  input x : f32[N, 4, 9]\n  param w : f32[4, 3, 5]\n"
        "  output y = conv_transpose1d(x, w, stride=3, padding=2, output_padding=1, dilation=2)\n");

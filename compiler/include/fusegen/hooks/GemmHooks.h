@@ -36,6 +36,7 @@ inline constexpr HookSpec kGemmHooks[] = {
     {"a_depth_offset", HookKind::Function, "a_depth_offset", "int (const FusegenArgs &, long long)"},
     {"a_vector", HookKind::Constant, "kAVector", "const bool"},
     {"b_vector", HookKind::Constant, "kBVector", "const bool"},
+    {"a_affine", HookKind::Constant, "kAAffine", "const bool"},
     {"shared_floats", HookKind::Constant, "kDynamicSharedFloats", "const int"},
     {"stages", HookKind::Constant, "kStages", "const int"},
     {"split_k", HookKind::Constant, "kSplitK", "const int"},

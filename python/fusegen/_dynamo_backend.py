@@ -1,0 +1,291 @@
+"""The torch.compile backend: torch.compile(model, backend="fusegen").
+
+Dynamo's graph goes through aot_autograd (functional ATen, parameters as
+inputs); in inference (no input that requires grad in grad mode) the graph is
+partitioned into maximal runs of nodes that fusegen maps (_fx_ops.py, the
+mapper of from_module), each run becomes one fusion called through its
+torch.library custom op (torch.ops.fusegen.fused_<hash>), and the rest runs
+with eager PyTorch or, with fallback="inductor", Inductor. A run whose
+translation fails at a node is split there (that node stays with PyTorch)
+and partitioned again. Graphs that need grad, and graphs of tensors that are
+not CUDA tensors (fusegen needs CUDA), run with the fallback, with one
+warning each. Shapes are static per compilation: torch.compile recompiles on
+new shapes, and fusegen's JIT caches kernels per shape (memory and disk).
+"""
+
+import hashlib
+import operator
+import threading
+import warnings
+
+from ._errors import UnsupportedModuleError
+from ._fx_translate import Translator
+
+_lock = threading.Lock()
+_ops = {}           # (spec text, device, precision) -> OpOverload
+_specs = {}         # OpOverload name -> spec text
+_runtimes = {}      # (device, precision) -> Runtime
+_warned = set()
+compiled_graphs = []  # the last graphs the backend made (GraphModules with fusegen ops), newest last
+_KEEP = 16
+
+
+def _warn_once(key, message):
+    with _lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def backend(precision=None, fallback="eager"):
+    """A torch.compile backend with options: precision None (strict) or 'tf32'; fallback
+    'eager' or 'inductor' for what fusegen does not run."""
+    if fallback not in ("eager", "inductor"):
+        raise ValueError("fusegen: backend fallback must be 'eager' or 'inductor', not %r" % (fallback,))
+    if precision not in (None, "strict", "tf32"):
+        raise ValueError("fusegen: backend precision must be None, 'strict' or 'tf32', not %r" % (precision,))
+
+    def fusegen_compile(gm, example_inputs):
+        return _compile(gm, example_inputs, precision, fallback)
+    fusegen_compile.__name__ = "fusegen"
+    fusegen_compile._fusegen_backend = True
+    return fusegen_compile
+
+
+def fusegen_backend(gm, example_inputs):
+    """The backend registered as "fusegen" (default options)."""
+    return _compile(gm, example_inputs, None, "eager")
+
+
+fusegen_backend._fusegen_backend = True
+
+
+def register(name="fusegen", precision=None, fallback="eager"):
+    """Registers the backend with dynamo under `name` (again: replaced); returns it."""
+    from torch._dynamo.backends import registry
+    compiler = fusegen_backend if (precision, fallback) == (None, "eager") else backend(precision, fallback)
+    known = registry._COMPILER_FNS.get(name)  # dynamo refuses a name twice; ours may be replaced
+    if known is not None:
+        if not getattr(known, "_fusegen_backend", False):
+            raise ValueError("fusegen: torch.compile already has a backend named %r (not fusegen's)" % name)
+        del registry._COMPILER_FNS[name]
+    registry.register_backend(compiler, name=name)
+    return compiler
+
+
+def _fallback(gm, example_inputs, fallback):
+    if fallback == "inductor":
+        from torch._inductor.compile_fx import compile_fx
+        return compile_fx(gm, example_inputs)
+    return gm.forward
+
+
+def _compile(gm, example_inputs, precision, fallback):
+    import torch
+    tensors = [t for t in example_inputs if isinstance(t, torch.Tensor)]
+    if not tensors or not all(t.is_cuda for t in tensors):
+        _warn_once("cpu", "fusegen: torch.compile backend: the graph's tensors are not all CUDA tensors (fusegen runs "
+                          "on CUDA only); the graph runs with %s PyTorch" % fallback)
+        return _fallback(gm, example_inputs, fallback)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        _warn_once("grad", "fusegen: torch.compile backend: the graph needs grad (fusegen fusions have no "
+                           "backward); it runs with %s PyTorch. Run inference under torch.no_grad() or "
+                           "torch.inference_mode() to fuse" % fallback)
+        return _fallback(gm, example_inputs, fallback)
+    from torch._dynamo.backends.common import aot_autograd
+    device = tensors[0].device.index or 0
+
+    def inference(aten_gm, aten_inputs):
+        rewritten = partition_graph(aten_gm, aten_inputs, precision=precision, device=device)
+        if fallback == "inductor":
+            from torch._guards import detect_fake_mode
+            from torch._inductor.compile_fx import compile_fx_inner
+            from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+            # the nodes made here have no example values yet, which Inductor's lowering reads
+            FakeTensorProp(rewritten, detect_fake_mode(aten_inputs)).propagate_dont_convert_inputs(*aten_inputs)
+            return compile_fx_inner(rewritten, aten_inputs)
+        return rewritten.forward
+
+    def needs_grad(aten_gm, aten_inputs):  # not reached after the check above; kept as the safe answer
+        return aten_gm.forward
+    return aot_autograd(fw_compiler=needs_grad, inference_compiler=inference)(gm, example_inputs)
+
+
+# ---- partitioning ----
+
+def _handlers():
+    from ._fx_ops import handlers
+    return handlers()
+
+
+def _supported_locally(node, table, refused):
+    """Whether the node alone is one fusegen maps: an op of the table on float32 tensors of static shapes."""
+    if node.op != "call_function" or node.name in refused:
+        return False
+    if node.target is not operator.getitem and node.target not in table and \
+            getattr(node.target, "overloadpacket", None) not in table:
+        return False
+    val = node.meta.get("val")
+    values = val if isinstance(val, (tuple, list)) else [val]
+    for v in values:
+        if v is None or not hasattr(v, "shape"):
+            continue
+        if str(v.dtype) != "torch.float32" and node.target is not operator.getitem:
+            # extra results (indices, masks) may be other dtypes: getitem picks
+            if v is values[0]:
+                return False
+        if any(type(d) is not int for d in v.shape):
+            return False
+    if node.target is operator.getitem:
+        return str(getattr(val, "dtype", "")) == "torch.float32" and _supported_locally(node.args[0], table, refused)
+    return True
+
+
+def fusable_runs(gm, refused=()):
+    """The runs of nodes that the local rules allow, as lists of node names in graph order
+    (before the translation splits any)."""
+    return [[n.name for n in nodes] for nodes in _propose(gm, _handlers(), set(refused))]
+
+
+def _propose(gm, table, refused):
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+    from torch.fx.passes.operator_support import OperatorSupportBase
+
+    class Support(OperatorSupportBase):
+        def is_node_supported(self, submodules, node):
+            return _supported_locally(node, table, refused)
+
+    partitions = CapabilityBasedPartitioner(gm, Support(), allows_single_node_partition=True).propose_partitions()
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    runs = [sorted(p.nodes, key=order.get) for p in partitions]
+    return sorted(runs, key=lambda nodes: order[nodes[0]])
+
+
+class _Run:
+    """One run translated: its spec, its arguments' source nodes and how each needed value comes back."""
+
+    def __init__(self, nodes, translator, results):
+        self.nodes = nodes
+        self.translator = translator
+        self.results = results  # [(node, ('output', name, shape) | ('state', argument name))]
+
+
+def _translate(gm, nodes, table):
+    """A _Run, or None when the run computes nothing (views and getitems only)."""
+    inside = set(nodes)
+    translator = Translator("fused", lambda node: _argument_kind(gm, node), who="torch.compile backend")
+    translator.translate(nodes, table)
+    if not translator.statements:
+        return None
+    needed = [n for n in nodes if any(user not in inside for user in n.users)]
+    results = []
+    for node in needed:
+        results.append((node, translator.add_output(node, "out%d" % len(translator.outputs))))
+    return _Run(nodes, translator, results)
+
+
+def _argument_kind(gm, node):
+    if node.op == "get_attr":
+        value = gm
+        for part in node.target.split("."):
+            value = getattr(value, part)
+        return ("constant", node.name, value)
+    return ("input", node.name, None)
+
+
+def partition_graph(gm, example_inputs, precision=None, device=0):
+    """gm (an aot_autograd ATen graph) with each maximal run of nodes that fusegen maps
+    replaced by a call of one fusion's custom op (torch.ops.fusegen.fused_<hash>); the
+    other nodes stay. Loads each fusion on the runtime of `device` (no GPU needed to load)."""
+    import torch
+    from torch.fx.passes.tools_common import legalize_graph
+    table = _handlers()
+    refused = set()
+    while True:  # each pass refuses one more node, so this ends
+        translated = []
+        try:
+            for nodes in _propose(gm, table, refused):
+                run = _translate(gm, nodes, table)
+                if run is not None:
+                    translated.append(run)
+        except UnsupportedModuleError as e:
+            if e.node is None or e.node in refused:
+                raise
+            refused.add(e.node)
+            continue
+        break
+    for run in translated:
+        _replace(gm, run, _op(run.translator, precision, device), torch)
+    legalize_graph(gm)
+    gm.graph.lint()
+    gm.recompile()
+    with _lock:
+        compiled_graphs.append(gm)
+        del compiled_graphs[:-_KEEP]
+    return gm
+
+
+def _op(translator, precision, device):
+    """The custom op of the run's fusion, made once per spec text, device and precision."""
+    from ._runtime import Runtime
+    body = translator.spec()
+    digest = hashlib.sha1(("%s|%s|%s" % (body, precision, device)).encode()).hexdigest()[:16]
+    translator.name = "fused_" + digest + (" (precision=%s)" % precision if precision else "")
+    spec = translator.spec()
+    key = (spec, device, precision)
+    with _lock:
+        op = _ops.get(key)
+        if op is not None:
+            return op
+        runtime = _runtimes.get((device, precision))
+        if runtime is None:
+            runtime = _runtimes[(device, precision)] = Runtime(device, precision=precision)
+        function = runtime.load_string(spec, name="<torch.compile fused_%s>" % digest).function()
+        op = function.torch_op(namespace="fusegen", name="fused_" + digest)
+        _ops[key] = op
+        _specs[op.name()] = spec
+    return op
+
+
+def spec_of(op):
+    """The spec text of a fusion op the backend made (torch.ops.fusegen.fused_<hash>)."""
+    name = op.name() if hasattr(op, "name") else str(op)
+    return _specs[name if "::" in name else "fusegen::" + name]
+
+
+def _replace(gm, run, op, torch):
+    graph = gm.graph
+    aten = torch.ops.aten
+    arguments = run.translator.arguments
+    with graph.inserting_after(run.nodes[-1]):
+        passed = {}
+        for a in arguments:
+            node = a.source
+            val = node.meta.get("val")
+            if val is not None and (not val.is_contiguous() or val.storage_offset() % 4):
+                # fusegen takes contiguous, 16-byte aligned tensors: a copy of a strided view
+                node = graph.call_function(aten.clone.default, (node,), {"memory_format": torch.contiguous_format})
+            if a.view:
+                node = graph.call_function(aten.reshape.default, (node, list(a.shape)))
+            if a.kind == "state":  # the fusion writes it: a copy, whose new value is the functional result
+                node = graph.call_function(aten.clone.default, (node,))
+            passed[a.name] = node
+        call = graph.call_function(op, tuple(passed[a.name] for a in arguments))
+        outputs = [o[0] for o in run.translator.outputs]
+        spec_shapes = {o[0]: tuple(o[3]) for o in run.translator.outputs}
+        replacements = []
+        for node, result in run.results:
+            if result[0] == "state":
+                replacements.append((node, passed[result[1]]))
+                continue
+            _, name, shape = result
+            value = call if len(outputs) == 1 else graph.call_function(operator.getitem, (call, outputs.index(name)))
+            if spec_shapes[name] != tuple(shape):
+                value = graph.call_function(aten.view.default, (value, list(shape)))
+            replacements.append((node, value))
+    for node, value in replacements:
+        node.replace_all_uses_with(value)
+    for node in reversed(run.nodes):
+        if not node.users:
+            graph.erase_node(node)
