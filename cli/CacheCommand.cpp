@@ -1,5 +1,7 @@
 // `fusegen cache stats|verify|clear [--cache-dir D]`: the disk cache of
-// compiled kernels.
+// compiled kernels. `fusegen cache export|import FILE [--cache-key-file K]
+// [--remote-cache URL]`: a single archive of signed entries, for machines
+// that cannot reach the fleet's remote cache.
 #ifdef FUSEGEN_HAVE_RUNTIME
 #include "CommandLine.h"
 #include "Commands.h"
@@ -59,19 +61,61 @@ int verify(const CacheContents& contents) {
   return bad ? kExitSpecError : kExitOk;
 }
 
+int export_or_import(const std::string& action, const std::string& file, const std::string& dir,
+                     const CommandLine& line) {
+  const std::string key_file = line.value("cache-key-file");
+  Result<ArchiveReport> done = Error{""};
+  RemoteCacheOptions remote;
+  remote.url = line.value("remote-cache");
+  remote.key_file = key_file;
+  if (action == "export")
+    done = export_cache(dir, file, key_file);
+  else
+    done = import_cache(file, dir, key_file, remote.url.empty() ? nullptr : &remote);
+  if (!done) {
+    std::cerr << "fusegen cache: error: " << done.error() << "\n";
+    return kExitSpecError;
+  }
+  const ArchiveReport& report = done.value();
+  for (const std::string& skipped : report.skipped)
+    std::cerr << "fusegen cache: warning: " << (action == "export" ? "skipped " : "refused ") << skipped << "\n";
+  if (action == "export") {
+    std::cout << "exported " << report.entries << (report.entries == 1 ? " entry" : " entries") << " to " << file
+              << "\n";
+    return kExitOk;
+  }
+  std::cout << "imported " << report.entries << (report.entries == 1 ? " entry" : " entries") << ", refused "
+            << report.skipped.size() << "\n";
+  if (!remote.url.empty())
+    std::cout << "published " << report.published << " to the remote cache\n";
+  // An archive with a refused entry, or entries the remote store did not
+  // take, did not do all it was asked to.
+  bool incomplete = !report.skipped.empty() || (!remote.url.empty() && report.published != report.entries);
+  return incomplete ? kExitSpecError : kExitOk;
+}
+
 } // namespace
 
 int cache_command(const std::vector<std::string>& args) {
-  Result<CommandLine> parsed = parse_command_line(args, {{"cache-dir", true, false}});
+  Result<CommandLine> parsed = parse_command_line(
+      args, {{"cache-dir", true, false}, {"cache-key-file", true, false}, {"remote-cache", true, false}});
   if (!parsed) {
     std::cerr << "fusegen cache: error: " << parsed.error() << "\n";
     return kExitUsage;
   }
   const CommandLine& line = parsed.value();
-  const std::string action = line.positional.size() == 1 ? line.positional[0] : "";
-  if (action != "stats" && action != "verify" && action != "clear") {
-    std::cerr << "fusegen cache: error: expected one of stats, verify, clear (usage: fusegen cache "
-                 "stats|verify|clear [--cache-dir D])\n";
+  const std::string action = line.positional.empty() ? "" : line.positional[0];
+  const bool archive = action == "export" || action == "import";
+  const size_t expected = archive ? 2 : 1;
+  if ((!archive && action != "stats" && action != "verify" && action != "clear") ||
+      line.positional.size() != expected) {
+    std::cerr << "fusegen cache: error: expected stats, verify, clear or export|import FILE (usage: fusegen cache "
+                 "stats|verify|clear [--cache-dir D], fusegen cache export|import FILE [--cache-dir D] "
+                 "[--cache-key-file K] [--remote-cache URL])\n";
+    return kExitUsage;
+  }
+  if (line.has("remote-cache") && action != "import") {
+    std::cerr << "fusegen cache: error: --remote-cache goes with import (export reads the disk cache)\n";
     return kExitUsage;
   }
   // An explicit directory is used even when FUSEGEN_CACHE=0 turns the cache off for runs.
@@ -85,6 +129,8 @@ int cache_command(const std::vector<std::string>& args) {
     dir = where.dir;
   }
   std::cout << "cache directory: " << dir << "\n";
+  if (archive)
+    return export_or_import(action, line.positional[1], dir, line);
   if (action == "clear") {
     Result<CacheClearReport> cleared = clear_cache(dir);
     if (!cleared) {

@@ -189,7 +189,9 @@ int device_run_command(const std::vector<std::string>& args) {
                                                          {"inputs", true, false},
                                                          {"expect", true, false},
                                                          {"precision", true, false},
-                                                         {"cache-dir", true, false}});
+                                                         {"cache-dir", true, false},
+                                                         {"remote-cache", true, false},
+                                                         {"cache-key-file", true, false}});
   if (!parsed) {
     std::cerr << "fusegen run: error: " << parsed.error() << "\n";
     return kExitUsage;
@@ -297,6 +299,8 @@ int device_run_command(const std::vector<std::string>& args) {
   RuntimeOptions options;
   options.precision = precision.value();
   options.cache_dir = line.value("cache-dir");
+  options.remote_cache.url = line.value("remote-cache");
+  options.remote_cache.key_file = line.value("cache-key-file");
   try {
     return run_on_device(path, *fusion, *concrete, std::move(inputs), inputs_label, check, options);
   } catch (const RuntimeError& error) {

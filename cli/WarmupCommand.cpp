@@ -1,6 +1,7 @@
 // `fusegen warmup SPEC --dims N=128,1024 [--arch sm_90] [--precision strict|tf32]
-//  [--jobs 4] [--cache-dir D]`: compiles every fusion of SPEC for each binding
-// into the disk cache, without a GPU.
+//  [--jobs 4] [--cache-dir D] [--remote-cache URL [--cache-key-file K]]`:
+// compiles every fusion of SPEC for each binding into the disk cache, and the
+// fleet's remote cache when there is one, without a GPU.
 #ifdef FUSEGEN_HAVE_RUNTIME
 #include "CommandLine.h"
 #include "Commands.h"
@@ -19,7 +20,9 @@ int warmup_command(const std::vector<std::string>& args) {
                                                          {"arch", true, false},
                                                          {"precision", true, false},
                                                          {"jobs", true, false},
-                                                         {"cache-dir", true, false}});
+                                                         {"cache-dir", true, false},
+                                                         {"remote-cache", true, false},
+                                                         {"cache-key-file", true, false}});
   if (!parsed) {
     std::cerr << "fusegen warmup: error: " << parsed.error() << "\n";
     return kExitUsage;
@@ -27,7 +30,8 @@ int warmup_command(const std::vector<std::string>& args) {
   const CommandLine& line = parsed.value();
   if (line.positional.size() != 1) {
     std::cerr << "fusegen warmup: error: expected one spec file (usage: fusegen warmup SPEC --dims N=128,1024 "
-                 "[--arch sm_90] [--precision strict|tf32] [--jobs 4] [--cache-dir D])\n";
+                 "[--arch sm_90] [--precision strict|tf32] [--jobs 4] [--cache-dir D] [--remote-cache URL] "
+                 "[--cache-key-file K])\n";
     return kExitUsage;
   }
   Result<std::vector<DimBindings>> bindings =
@@ -66,6 +70,8 @@ int warmup_command(const std::vector<std::string>& args) {
   options.precision = precision.value();
   options.jobs = jobs;
   options.cache_dir = line.value("cache-dir");
+  options.remote_cache.url = line.value("remote-cache");
+  options.remote_cache.key_file = line.value("cache-key-file");
   WarmupReport report;
   try {
     report = warmup(spec->module, spec->sources, bindings.value(), options);
@@ -89,6 +95,15 @@ int warmup_command(const std::vector<std::string>& args) {
   size_t not_stored = report.count(WarmupOutcome::NotStored);
   std::cout << report.count(WarmupOutcome::Compiled) << " compiled, " << report.count(WarmupOutcome::Cached)
             << " already cached, " << failed << " failed\n";
+  if (!report.remote_cache.empty()) {
+    size_t published = 0;
+    for (const WarmupItem& item : report.items)
+      published += item.published ? 1 : 0;
+    std::cout << "remote cache " << report.remote_cache << ": " << report.count(WarmupOutcome::Fetched) << " fetched, "
+              << published << " published"
+              << (report.remote_failures ? ", " + std::to_string(report.remote_failures) + " failed operations" : "")
+              << "\n";
+  }
   if (not_stored)
     std::cerr << "fusegen warmup: error: " << not_stored << " of " << report.items.size()
               << " compiled but not stored in " << report.cache_dir << ": the cache is not warm for them\n";

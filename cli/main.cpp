@@ -45,7 +45,7 @@ constexpr CommandHelp kCommands[] = {
       each output's shape, checksum and first values. --save DIR writes
       inputs (float32) and outputs (float64) as .npy files.
   run SPEC --device [--fusion NAME] --dims N=128 [--seed S] [--compare]
-         [--precision strict|tf32] [--cache-dir D]
+         [--precision strict|tf32] [--cache-dir D] [--remote-cache URL]
       Run a fusion on GPU 0 through the JIT runtime with the same random
       inputs; --compare checks every output and state tensor against the
       reference interpreter (|gpu - ref| <= atol + rtol*|ref|, 1e-4 strict,
@@ -59,15 +59,23 @@ constexpr CommandHelp kCommands[] = {
 )"},
     {"warmup",
      "JIT kernel cache (no GPU needed):", R"(  warmup SPEC --dims N=128,1024 [--arch sm_90] [--precision strict|tf32]
-         [--jobs 4] [--cache-dir D]
+         [--jobs 4] [--cache-dir D] [--remote-cache URL] [--cache-key-file K]
       Compile every fusion of SPEC for each binding (N=128,1024 is two
       values of N; several dims give every combination) into the disk cache,
-      so JIT calls at those shapes on an sm_90 GPU compile nothing.
+      so JIT calls at those shapes on an sm_90 GPU compile nothing. With a
+      remote cache (redis://host:port[/db], or $FUSEGEN_REMOTE_CACHE) and the
+      fleet key (K, or $FUSEGEN_CACHE_KEY_FILE), entries come from it and go
+      to it, signed.
 )"},
     {"cache", "JIT kernel cache (no GPU needed):", R"(  cache stats|verify|clear [--cache-dir D]
       Summarize, check (every entry's checksum and key) or empty the cache.
       The directory is --cache-dir, $FUSEGEN_CACHE_DIR, $XDG_CACHE_HOME/fusegen
       or ~/.cache/fusegen; FUSEGEN_CACHE=0 turns the cache off for runs.
+  cache export|import FILE [--cache-dir D] [--cache-key-file K]
+         [--remote-cache URL]
+      Write every valid entry of the cache to one archive, each signed with
+      the fleet key (K, or $FUSEGEN_CACHE_KEY_FILE), or check and take in
+      such an archive (into the remote cache too with --remote-cache).
 )"},
 };
 

@@ -15,6 +15,10 @@ packages=(
   # 12 ships them apart from clang-14, which only recommends them (and
   # recommendations are not installed below).
   libclang-rt-14-dev
+  # The remote kernel cache (runtime/src/RemoteCache.*): hiredis to speak to
+  # Redis, libcrypto for the entries' HMAC-SHA256, and redis-server for its
+  # tests (started on a free localhost port by the tests themselves).
+  libhiredis-dev libssl-dev redis-server
 )
 
 missing=()

@@ -11,7 +11,7 @@ import threading
 
 from ._errors import Error, LibraryNotFoundError, error_for
 
-C_API_VERSION = 1  # FUSEGEN_C_API_VERSION this package is written against
+C_API_VERSION = 2  # FUSEGEN_C_API_VERSION this package is written against
 
 LIBRARY_NAME = "libfusegen.so"
 PACKAGE_LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_lib", LIBRARY_NAME)
@@ -42,6 +42,8 @@ class RuntimeOptions(ctypes.Structure):
         ("cache_dir", ctypes.c_char_p),
         ("check_pointers", ctypes.c_int32),
         ("autotune", ctypes.c_int32),
+        ("remote_cache", ctypes.c_char_p),
+        ("cache_key_file", ctypes.c_char_p),
     ]
 
 
@@ -50,7 +52,7 @@ class Stats(ctypes.Structure):
 
     _fields_ = [(name, ctypes.c_uint64) for name in (
         "calls", "memory_hits", "generations", "compiles", "disk_loads", "disk_writes", "disk_rejects",
-        "tunings")]
+        "tunings", "remote_loads", "remote_writes", "remote_rejects", "remote_waits")]
 
 
 class TensorInfo(ctypes.Structure):

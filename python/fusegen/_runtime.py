@@ -12,7 +12,7 @@ from ._function import Function, documented
 from ._library import check, text
 
 _STATS = ("calls", "memory_hits", "generations", "compiles", "disk_loads", "disk_writes", "disk_rejects",
-          "tunings")
+          "tunings", "remote_loads", "remote_writes", "remote_rejects", "remote_waits")
 
 
 def _current_cuda_device():
@@ -52,11 +52,14 @@ class Runtime:
     before launching (safer; costs some host time per call). autotune: time
     candidate kernels on the GPU the first time each (fusion, shapes) is
     built and keep the fastest in the disk cache (None: on when
-    FUSEGEN_AUTOTUNE=1 is in the environment).
+    FUSEGEN_AUTOTUNE=1 is in the environment). remote_cache: the fleet's
+    Redis store, "redis://host:port[/db]" (None: $FUSEGEN_REMOTE_CACHE; "off":
+    none), with cache_key_file the fleet's HMAC key (None:
+    $FUSEGEN_CACHE_KEY_FILE); without a usable key there is no remote cache.
     The device is opened on first use, so this works without a GPU."""
 
     def __init__(self, device=0, precision=None, cache_dir=None, disk_cache=True, check_pointers=True,
-                 autotune=None):
+                 autotune=None, remote_cache=None, cache_key_file=None):
         if precision not in _library.PRECISIONS:
             raise ArgumentError("fusegen: precision must be None, 'strict' or 'tf32', not %r" % (precision,))
         device = device_index(device)
@@ -73,6 +76,10 @@ class Runtime:
         if autotune not in (None, True, False):
             raise ArgumentError("fusegen: autotune must be None, True or False, not %r" % (autotune,))
         options.autotune = -1 if autotune is None else int(autotune)
+        self._remote_cache_b = remote_cache.encode() if remote_cache is not None else None
+        options.remote_cache = self._remote_cache_b
+        self._cache_key_file_b = os.fsencode(cache_key_file) if cache_key_file is not None else None
+        options.cache_key_file = self._cache_key_file_b
         handle = ctypes.c_void_p()
         check(lib, lib.fusegen_runtime_create(device, ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle

@@ -32,7 +32,8 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(os.path.realpath(self.runtime.cache_dir), os.path.realpath(support.CACHE_DIR))
         stats = self.runtime.stats()
         self.assertEqual(set(stats), {"calls", "memory_hits", "generations", "compiles", "disk_loads",
-                                      "disk_writes", "disk_rejects", "tunings"})
+                                      "disk_writes", "disk_rejects", "tunings",
+                                      "remote_loads", "remote_writes", "remote_rejects", "remote_waits"})
         self.assertTrue(all(isinstance(v, int) for v in stats.values()))
         self.assertEqual(fusegen.Runtime(disk_cache=False).cache_dir, "")
         self.assertEqual(fusegen.library_version(), fusegen.__version__)  # one version (CMakeLists.txt)

@@ -213,6 +213,8 @@ void fusegen_runtime_options_init(fusegen_runtime_options* options) {
   options->cache_dir = nullptr;
   options->check_pointers = 1;
   options->autotune = -1;
+  options->remote_cache = nullptr;
+  options->cache_key_file = nullptr;
 }
 
 fusegen_status fusegen_runtime_create(int32_t device, const fusegen_runtime_options* options, fusegen_runtime** out) {
@@ -241,6 +243,8 @@ fusegen_status fusegen_runtime_create(int32_t device, const fusegen_runtime_opti
     cpp.disk_cache = given.disk_cache != 0;
     cpp.cache_dir = given.cache_dir ? given.cache_dir : "";
     cpp.check_pointers = given.check_pointers != 0;
+    cpp.remote_cache.url = given.remote_cache ? given.remote_cache : "";
+    cpp.remote_cache.key_file = given.cache_key_file ? given.cache_key_file : "";
     if (given.autotune != -1 && given.autotune != 0 && given.autotune != 1)
       throw Invalid{"autotune " + std::to_string(given.autotune) + " is not -1, 0 or 1"};
     if (given.autotune != -1)
@@ -260,8 +264,8 @@ fusegen_status fusegen_runtime_stats(const fusegen_runtime* runtime, fusegen_sta
     require(runtime, "runtime");
     require(out, "out");
     fusegen::Stats s = runtime->runtime->stats();
-    *out = {s.calls,      s.memory_hits, s.generations,  s.compiles,
-            s.disk_loads, s.disk_writes, s.disk_rejects, s.tunings};
+    *out = {s.calls,        s.memory_hits, s.generations,  s.compiles,      s.disk_loads,     s.disk_writes,
+            s.disk_rejects, s.tunings,     s.remote_loads, s.remote_writes, s.remote_rejects, s.remote_waits};
   });
 }
 

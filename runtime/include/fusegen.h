@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 /* Bumped when a declaration here changes incompatibly. */
-#define FUSEGEN_C_API_VERSION 1
+#define FUSEGEN_C_API_VERSION 2 /* 2: remote_cache options, remote_* stats */
 
 typedef enum fusegen_status {
   FUSEGEN_OK = 0,
@@ -84,6 +84,8 @@ typedef struct fusegen_runtime_options {
   int32_t check_pointers; /* nonzero: ask the driver where every pointer lives before launching */
   int32_t autotune;       /* 1: time candidate kernels on the GPU once per (fusion, dims) and keep the fastest;
                              0: off; -1 (default): on when FUSEGEN_AUTOTUNE=1 is in the environment */
+  const char* remote_cache;   /* NULL or "": $FUSEGEN_REMOTE_CACHE (redis://host:port[/db]); "off": none */
+  const char* cache_key_file; /* NULL or "": $FUSEGEN_CACHE_KEY_FILE, the fleet's HMAC key; no key: no remote cache */
 } fusegen_runtime_options;
 
 typedef struct fusegen_stats {
@@ -95,6 +97,10 @@ typedef struct fusegen_stats {
   uint64_t disk_writes;  /* disk cache entries written */
   uint64_t disk_rejects; /* bad disk cache entries deleted and rebuilt */
   uint64_t tunings;      /* (fusion, dims) autotuned */
+  uint64_t remote_loads; /* kernels taken from the remote cache (signature checked) */
+  uint64_t remote_writes;  /* entries published to the remote cache */
+  uint64_t remote_rejects; /* remote entries refused (bad signature, malformed, too large) */
+  uint64_t remote_waits;   /* misses that waited for another process's compile */
 } fusegen_stats;
 
 /* Describes one tensor of a function's signature. Strings live as long as the function handle. */

@@ -165,13 +165,12 @@ DiskCache::Loaded DiskCache::load(const CacheKey& key) const {
   return result;
 }
 
-Status DiskCache::store(const CacheKey& key, const CacheEntry& entry) const {
+Status DiskCache::store_as(const std::string& name, const CacheEntry& entry) const {
   std::call_once(swept_, [this] { remove_stale_temp_files(); });
   const std::string bytes = encode_entry(entry);
   if (bytes.size() > kMaxEntryBytes)
     return Error{"an entry of " + std::to_string(bytes.size()) + " bytes is over the cache's limit of " +
                  std::to_string(kMaxEntryBytes) + " bytes"};
-  const std::string name = key.file_name();
   std::string temp = path(std::string(kTempPrefix) + name + "-XXXXXX");
   std::vector<char> temp_name(temp.begin(), temp.end());
   temp_name.push_back('\0');

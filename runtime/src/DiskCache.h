@@ -51,7 +51,10 @@ public:
   // Errors name the directory and the reason but not the entry, so that a
   // full disk or read-only directory is one warning however many kernels
   // fail to be stored.
-  Status store(const CacheKey& key, const CacheEntry& entry) const;
+  Status store(const CacheKey& key, const CacheEntry& entry) const { return store_as(key.file_name(), entry); }
+  // The same under an entry file name (the SHA-256 of the entry's key
+  // material + ".fgc"), for entries whose key is known only as material.
+  Status store_as(const std::string& name, const CacheEntry& entry) const;
   // Removes an entry (a file, or whatever else sits at its name); best effort.
   void remove(const std::string& file_name) const;
   // Deletes this user's temporary files (regular files named kTempPrefix...)

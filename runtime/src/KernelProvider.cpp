@@ -1,6 +1,7 @@
 #include "KernelProvider.h"
 
 #include "Nvrtc.h"
+#include "SingleFlight.h"
 
 #include "fusegen/Runtime.h"
 
@@ -64,8 +65,9 @@ bool write_text(const std::string& path, const std::string& text) {
 
 } // namespace
 
-KernelProvider::KernelProvider(std::shared_ptr<const DiskCache> disk, Warnings& warnings)
-    : disk_(std::move(disk)), warnings_(warnings) {}
+KernelProvider::KernelProvider(std::shared_ptr<const DiskCache> disk, Warnings& warnings,
+                               std::shared_ptr<RemoteCache> remote)
+    : disk_(std::move(disk)), remote_(std::move(remote)), warnings_(warnings) {}
 
 namespace {
 
@@ -95,16 +97,47 @@ CacheKey KernelProvider::key_of(const KernelRequest& request, const NvrtcTarget&
 }
 
 ProvidedKernels KernelProvider::provide(const KernelRequest& request, bool read_disk) {
-  if (read_disk)
-    if (std::optional<ProvidedKernels> hit = lookup(request))
-      return std::move(*hit);
+  if (!read_disk || !remote_) {
+    if (read_disk)
+      if (std::optional<ProvidedKernels> hit = lookup(request))
+        return std::move(*hit);
+    return compile(request, /*store_on_disk=*/true);
+  }
+  CacheKey key = key_of(request, target_for(request));
+  if (std::optional<ProvidedKernels> hit = lookup_disk(request, key))
+    return std::move(*hit);
+  FleetAnswer answer = fetch_or_claim(*remote_, key);
+  if (answer.waited)
+    ++counters_.remote_waits;
+  if (!answer.problem.empty())
+    warn_remote_reject(key, answer.problem);
+  if (answer.entry)
+    return take_remote(request, std::move(key), std::move(*answer.entry));
+  // Released after the entry is published (compile stores it), or when the
+  // compile throws.
+  LeaseRelease lease(remote_.get(), key, std::move(answer.token));
   return compile(request, /*store_on_disk=*/true);
 }
 
 std::optional<ProvidedKernels> KernelProvider::lookup(const KernelRequest& request) {
-  if (!disk_)
+  if (!disk_ && !remote_)
     return std::nullopt;
   CacheKey key = key_of(request, target_for(request));
+  if (std::optional<ProvidedKernels> hit = lookup_disk(request, key))
+    return hit;
+  if (!remote_)
+    return std::nullopt;
+  RemoteCache::Fetched fetched = remote_->fetch(key);
+  if (fetched.status == RemoteCache::Lookup::Hit)
+    return take_remote(request, std::move(key), std::move(fetched.entry));
+  if (fetched.status == RemoteCache::Lookup::Bad)
+    warn_remote_reject(key, fetched.problem);
+  return std::nullopt;
+}
+
+std::optional<ProvidedKernels> KernelProvider::lookup_disk(const KernelRequest& request, const CacheKey& key) {
+  if (!disk_)
+    return std::nullopt;
   DiskCache::Loaded loaded = disk_->load(key);
   if (loaded.status == DiskCache::Lookup::Hit) {
     // Only the specialization (for the argument and output shapes); the
@@ -113,7 +146,7 @@ std::optional<ProvidedKernels> KernelProvider::lookup(const KernelRequest& reque
     out.concrete = specialize_or_throw(*request.fusion, request.dims, request.sources);
     out.concrete.precision = request.precision;
     ++counters_.disk_loads;
-    out.key = std::move(key);
+    out.key = key;
     out.entry = std::move(loaded.entry);
     out.from_disk = true;
     return out;
@@ -125,6 +158,33 @@ std::optional<ProvidedKernels> KernelProvider::lookup(const KernelRequest& reque
     disk_->remove(key.file_name());
   }
   return std::nullopt;
+}
+
+ProvidedKernels KernelProvider::take_remote(const KernelRequest& request, CacheKey key, CacheEntry entry) {
+  ProvidedKernels out;
+  out.concrete = specialize_or_throw(*request.fusion, request.dims, request.sources);
+  out.concrete.precision = request.precision;
+  ++counters_.remote_loads;
+  out.key = std::move(key);
+  out.entry = std::move(entry);
+  out.from_disk = true;
+  out.from_remote = true;
+  if (disk_) {
+    if (Status stored = disk_->store(out.key, out.entry); stored) {
+      ++counters_.disk_writes;
+    } else {
+      out.store_error = stored.error();
+      warnings_.warn(stored.error() + " (continuing without it)");
+    }
+  }
+  return out;
+}
+
+void KernelProvider::warn_remote_reject(const CacheKey& key, const std::string& problem) {
+  ++counters_.remote_rejects;
+  warnings_.warn("remote cache entry " + std::string(kRemoteEntryPrefix) + RemoteCache::name_of(key) + " (fusion '" +
+                 key.fusion + "' at " + dims_text(key.dims) + ") is unusable (" + problem +
+                 "); not loaded, compiling locally");
 }
 
 ProvidedKernels KernelProvider::compile(const KernelRequest& request, bool store_on_disk) {
@@ -152,6 +212,7 @@ ProvidedKernels KernelProvider::compile(const KernelRequest& request, bool store
 void KernelProvider::store(const KernelRequest& request, ProvidedKernels& kernels) {
   kernels.key = key_of(request, target_for(request));
   kernels.entry.key_material = kernels.key.material();
+  publish(kernels);
   if (!disk_)
     return;
   if (Status stored = disk_->store(kernels.key, kernels.entry); stored) {
@@ -161,6 +222,18 @@ void KernelProvider::store(const KernelRequest& request, ProvidedKernels& kernel
     kernels.store_error = stored.error();
     warnings_.warn(stored.error() + " (continuing without it)");
   }
+}
+
+void KernelProvider::publish(ProvidedKernels& kernels) {
+  if (remote_ && remote_->publish(kernels.key, kernels.entry)) {
+    ++counters_.remote_writes;
+    kernels.published = true;
+  }
+}
+
+void KernelProvider::share(ProvidedKernels& kernels) {
+  if (remote_ && !kernels.from_remote && !remote_->contains(kernels.key))
+    publish(kernels);
 }
 
 void KernelProvider::reject(const ProvidedKernels& kernels, const std::string& problem) {

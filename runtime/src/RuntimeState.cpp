@@ -42,7 +42,8 @@ bool autotune_enabled(const RuntimeOptions& options) {
 
 RuntimeState::RuntimeState(int ordinal_, RuntimeOptions options_)
     : ordinal(ordinal_), options(std::move(options_)), autotune(autotune_enabled(options)),
-      warnings(options.warning_sink), disk(open_disk_cache(options, warnings)), provider(disk, warnings) {}
+      warnings(options.warning_sink), disk(open_disk_cache(options, warnings)),
+      remote(runtime::open_remote_cache(options.remote_cache, warnings)), provider(disk, warnings, remote) {}
 
 FunctionState::FunctionState(std::shared_ptr<const ProgramState> program_, const Fusion& fusion_)
     : program(std::move(program_)), fusion(&fusion_), fingerprint(fusegen::fingerprint(fusion_)), layout(fusion_) {}
@@ -199,6 +200,10 @@ Stats RuntimeState::stats() const {
   s.disk_loads = c.disk_loads.load();
   s.disk_writes = c.disk_writes.load();
   s.disk_rejects = c.disk_rejects.load();
+  s.remote_loads = c.remote_loads.load();
+  s.remote_writes = c.remote_writes.load();
+  s.remote_rejects = c.remote_rejects.load();
+  s.remote_waits = c.remote_waits.load();
   s.tunings = tunings.load();
   return s;
 }

@@ -81,6 +81,7 @@ struct RuntimeState {
   const bool autotune; // options.autotune, or FUSEGEN_AUTOTUNE=1
   runtime::Warnings warnings;
   std::shared_ptr<const runtime::DiskCache> disk; // null when off
+  std::shared_ptr<runtime::RemoteCache> remote;   // null when off
   runtime::KernelProvider provider;
   std::atomic<uint64_t> calls{0};
   std::atomic<uint64_t> memory_hits{0};

@@ -24,6 +24,8 @@ const char* warmup_outcome_name(WarmupOutcome outcome) {
   case WarmupOutcome::NotStored:
     return "not stored";
   case WarmupOutcome::Failed: return "failed";
+  case WarmupOutcome::Fetched:
+    return "fetched";
   }
   return "?";
 }
@@ -115,7 +117,10 @@ WarmupReport warmup(const Module& module, const SourceManager& sources, const st
 
   runtime::Warnings warnings(options.warning_sink);
   auto disk = std::make_shared<const runtime::DiskCache>(where.dir);
-  runtime::KernelProvider provider(disk, warnings);
+  std::shared_ptr<runtime::RemoteCache> remote = runtime::open_remote_cache(options.remote_cache, warnings);
+  if (remote)
+    report.remote_cache = remote->describe();
+  runtime::KernelProvider provider(disk, warnings, remote);
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < report.items.size(); i = next++) {
@@ -131,7 +136,13 @@ WarmupReport warmup(const Module& module, const SourceManager& sources, const st
       request.sources = &sources;
       try {
         runtime::ProvidedKernels kernels = provider.provide(request);
-        item.outcome = kernels.from_disk ? WarmupOutcome::Cached : WarmupOutcome::Compiled;
+        // Warm-up fills the remote cache too, from a warm disk cache.
+        if (kernels.from_disk && !kernels.from_remote)
+          provider.share(kernels);
+        item.published = kernels.published;
+        item.outcome = kernels.from_remote ? WarmupOutcome::Fetched
+                       : kernels.from_disk ? WarmupOutcome::Cached
+                                           : WarmupOutcome::Compiled;
         if (!kernels.store_error.empty()) {
           item.outcome = WarmupOutcome::NotStored;
           item.error = kernels.store_error;
@@ -152,6 +163,8 @@ WarmupReport warmup(const Module& module, const SourceManager& sources, const st
   work();
   for (std::thread& thread : pool)
     thread.join();
+  if (remote)
+    report.remote_failures = remote->failures();
   return report;
 }
 

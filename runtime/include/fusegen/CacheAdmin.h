@@ -3,6 +3,7 @@
 // (format in runtime/src/CacheEntry.h).
 #pragma once
 
+#include "fusegen/RemoteCacheOptions.h"
 #include "fusegen/Result.h"
 
 #include <cstdint>
@@ -51,5 +52,25 @@ struct CacheClearReport {
 // regular files (or links, unlinked) named <64 hex>.fgc or
 // .tmp-<64 hex>.fgc-XXXXXX.
 Result<CacheClearReport> clear_cache(const std::string& dir);
+
+struct ArchiveReport {
+  size_t entries = 0;               // exported, or imported into the disk cache
+  size_t published = 0;             // imported into the remote cache as well
+  uint64_t remote_failures = 0;     // remote cache operations that failed
+  std::vector<std::string> skipped; // "what: why" for each entry left out or refused
+};
+
+// `fusegen cache export`: every valid entry of the disk cache `dir`, signed
+// with the fleet key (`key_file`, else $FUSEGEN_CACHE_KEY_FILE), in one file
+// (written atomically). Bad entries are skipped and listed.
+Result<ArchiveReport> export_cache(const std::string& dir, const std::string& archive, const std::string& key_file);
+
+// `fusegen cache import`: every entry of `archive` whose signature under the
+// fleet key holds and that is a valid entry goes into the disk cache `dir`
+// (created if missing) and, with `remote` options, into the remote cache as
+// well; the others are refused and listed. Errors: no key, not an archive,
+// a truncated archive, an unusable directory or remote cache.
+Result<ArchiveReport> import_cache(const std::string& archive, const std::string& dir, const std::string& key_file,
+                                   const RemoteCacheOptions* remote = nullptr);
 
 } // namespace fusegen

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "fusegen/IR.h"
+#include "fusegen/RemoteCacheOptions.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -95,6 +96,10 @@ struct Stats {
   uint64_t disk_writes = 0;  // disk cache entries written
   uint64_t disk_rejects = 0; // bad disk cache entries deleted and rebuilt
   uint64_t tunings = 0;      // (fusion, dims) autotuned: candidates compiled and timed on the GPU
+  uint64_t remote_loads = 0; // kernels taken from the remote cache (signature checked)
+  uint64_t remote_writes = 0;  // entries this process published to the remote cache
+  uint64_t remote_rejects = 0; // remote entries refused (bad signature, malformed, too large)
+  uint64_t remote_waits = 0;   // misses that waited for another process's compile
 };
 
 struct RuntimeOptions {
@@ -105,6 +110,10 @@ struct RuntimeOptions {
   // FUSEGEN_CACHE=0 in the environment turns it off as well.
   bool disk_cache = true;
   std::string cache_dir;
+  // The fleet's remote cache (Redis), behind the disk cache: by default
+  // $FUSEGEN_REMOTE_CACHE with the key in $FUSEGEN_CACHE_KEY_FILE; off
+  // without a URL or a usable key (fusegen/RemoteCacheOptions.h).
+  RemoteCacheOptions remote_cache;
   // Check with the driver that every pointer is device memory of this
   // Runtime's device and that the tensor fits in its allocation.
   bool check_pointers = true;

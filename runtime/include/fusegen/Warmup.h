@@ -5,6 +5,7 @@
 
 #include "fusegen/Diagnostics.h"
 #include "fusegen/IR.h"
+#include "fusegen/RemoteCacheOptions.h"
 #include "fusegen/Result.h"
 #include "fusegen/Specialize.h"
 
@@ -20,24 +21,30 @@ struct WarmupOptions {
   std::optional<Precision> precision;                   // as RuntimeOptions::precision
   int jobs = 1;                                         // compilations in parallel
   std::string cache_dir;                                // empty: where a Runtime would look
+  RemoteCacheOptions remote_cache;                      // as RuntimeOptions::remote_cache
   std::function<void(const std::string&)> warning_sink; // stderr when empty
 };
 
 // NotStored: compiled, but the cache could not take it (read-only directory,
-// full disk): the cache is not warm for that item.
-enum class WarmupOutcome { Compiled, Cached, NotStored, Failed };
-const char* warmup_outcome_name(WarmupOutcome outcome); // "compiled", "cached", "not stored", "failed"
+// full disk): the cache is not warm for that item. Fetched: from the remote
+// cache into the disk cache.
+enum class WarmupOutcome { Compiled, Cached, NotStored, Failed, Fetched };
+// "compiled", "cached", "not stored", "failed", "fetched"
+const char* warmup_outcome_name(WarmupOutcome outcome);
 
 struct WarmupItem {
   std::string fusion;
   DimBindings dims; // the fusion's own dims
   WarmupOutcome outcome = WarmupOutcome::Failed;
-  std::string error; // for Failed and NotStored
+  std::string error;      // for Failed and NotStored
+  bool published = false; // written to the remote cache by this warm-up
 };
 
 struct WarmupReport {
   std::string cache_dir;
   std::string target;            // what NVRTC produces for the arch: sm_90, or compute_XY PTX
+  std::string remote_cache;      // the remote cache in use ("redis://host:port"), empty when none
+  uint64_t remote_failures = 0;  // operations the remote cache failed (then skipped while it rests)
   std::vector<WarmupItem> items; // per fusion, per binding, in that order
   size_t count(WarmupOutcome outcome) const;
 };

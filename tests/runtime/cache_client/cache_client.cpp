@@ -11,9 +11,18 @@
 // stores again, so that processes replace entries others are reading.
 // Tests start it under a read-only directory or a file size limit to check
 // that compiling still works with exactly one warning.
+//
+// With --remote URL --key-file K it uses the fleet's remote cache as the
+// runtime does (timeouts and bounds from the environment), for the remote
+// cache tests (remote/test_remote_cache.cpp), and the counter line adds
+//
+//   remote: loads=L writes=W rejects=R waits=Q
+//
+// and, for each N, "image N=<n> <sha256 of the image>".
 #include "CacheDir.h"
 #include "DiskCache.h"
 #include "KernelProvider.h"
+#include "RemoteCache.h"
 
 #include "support/TestSupport.h"
 
@@ -41,6 +50,8 @@ struct Options {
   int rounds = 1;
   int rewrite = 0; // every K-th request recompiles (0: never)
   int seed = 0;    // rotates the order of the dims
+  std::string remote;   // the remote cache's URL
+  std::string key_file; // its fleet key
 };
 
 bool parse_int(const std::string& text, int64_t& value) {
@@ -54,6 +65,10 @@ bool parse(int argc, char** argv, Options& options) {
     int64_t number = 0;
     if (flag == "--dir") {
       options.dir = value;
+    } else if (flag == "--remote") {
+      options.remote = value;
+    } else if (flag == "--key-file") {
+      options.key_file = value;
     } else if (flag == "--dims") {
       std::stringstream items(value);
       std::string item;
@@ -100,7 +115,14 @@ int run(const Options& options) {
     disk = std::make_shared<const runtime::DiskCache>(options.dir);
   else
     warnings.warn("not using the kernel cache directory: " + usable.error());
-  runtime::KernelProvider provider(disk, warnings);
+  std::shared_ptr<runtime::RemoteCache> remote;
+  if (!options.remote.empty()) {
+    RemoteCacheOptions remote_options;
+    remote_options.url = options.remote;
+    remote_options.key_file = options.key_file;
+    remote = runtime::open_remote_cache(remote_options, warnings);
+  }
+  runtime::KernelProvider provider(disk, warnings, remote);
 
   std::map<int64_t, std::string> image_hash; // the first image seen per N
   int request_count = 0;
@@ -133,6 +155,15 @@ int run(const Options& options) {
   std::printf("cache_client: compiled=%llu loaded=%llu rejects=%llu warnings=%d\n",
               static_cast<unsigned long long>(c.compiles.load()), static_cast<unsigned long long>(c.disk_loads.load()),
               static_cast<unsigned long long>(c.disk_rejects.load()), warnings_seen.load());
+  if (remote) {
+    std::printf("remote: loads=%llu writes=%llu rejects=%llu waits=%llu\n",
+                static_cast<unsigned long long>(c.remote_loads.load()),
+                static_cast<unsigned long long>(c.remote_writes.load()),
+                static_cast<unsigned long long>(c.remote_rejects.load()),
+                static_cast<unsigned long long>(c.remote_waits.load()));
+    for (const auto& [n, hash] : image_hash)
+      std::printf("image N=%lld %s\n", static_cast<long long>(n), hash.c_str());
+  }
   return 0;
 }
 
@@ -142,7 +173,7 @@ int main(int argc, char** argv) {
   Options options;
   if (!parse(argc, argv, options)) {
     std::fprintf(stderr, "usage: fusegen_cache_client --dir DIR --dims N1,N2,... [--rounds R] [--rewrite K] "
-                         "[--seed S]\n");
+                         "[--seed S] [--remote URL --key-file K]\n");
     return 2;
   }
   return run(options);
