@@ -14,7 +14,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(FUSEGEN_PUBLIC_COMPILER_HEADERS Diagnostics.h IR.h Result.h Specialize.h)
-set(FUSEGEN_PUBLIC_RUNTIME_HEADERS CacheAdmin.h Runtime.h Warmup.h)
+set(FUSEGEN_PUBLIC_RUNTIME_HEADERS CacheAdmin.h RemoteCacheOptions.h Runtime.h Warmup.h)
 
 install(TARGETS fusegen RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 list(TRANSFORM FUSEGEN_PUBLIC_COMPILER_HEADERS PREPEND ${PROJECT_SOURCE_DIR}/compiler/include/fusegen/)
