@@ -16,6 +16,7 @@
 //
 //   fusegen_bench_cached_load [--driver auto|real|fake] [--repeat N] [--cache-dir DIR]
 #include "BenchDriver.h"
+#include "Manifest.h"
 
 #include "CacheDir.h"
 #include "DiskCache.h"
@@ -65,30 +66,8 @@ double median_of(int repeat, const std::function<double()>& run) {
   return samples[samples.size() / 2];
 }
 
-struct Item {
-  std::string spec; // path
-  std::string dim;  // "N"
-  int64_t value = 0;
-};
-
-std::vector<Item> manifest_items() {
-  const std::string dir = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/";
-  std::ifstream in(dir + "warmup.manifest");
-  std::vector<Item> items;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#')
-      continue;
-    std::istringstream words(line);
-    std::string spec, dims;
-    words >> spec >> dims;
-    size_t eq = dims.find('=');
-    if (spec.empty() || eq == std::string::npos)
-      continue;
-    items.push_back({dir + spec, dims.substr(0, eq), std::stoll(dims.substr(eq + 1))});
-  }
-  return items;
-}
+using fusegen::bench::manifest_items;
+using Item = fusegen::bench::ManifestItem;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

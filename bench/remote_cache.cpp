@@ -16,6 +16,7 @@
 //
 //   fusegen_bench_remote_cache --remote URL --key-file K --server-pid PID [--repeat N] [--driver auto|real|fake]
 #include "BenchDriver.h"
+#include "Manifest.h"
 
 #include "CacheDir.h"
 #include "DiskCache.h"
@@ -53,28 +54,8 @@ double median(std::vector<double> samples) {
   return samples.empty() ? 0 : samples[samples.size() / 2];
 }
 
-struct Item {
-  std::string spec, dim;
-  int64_t value = 0;
-};
-
-std::vector<Item> manifest_items() {
-  const std::string dir = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/";
-  std::ifstream in(dir + "warmup.manifest");
-  std::vector<Item> items;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#')
-      continue;
-    std::istringstream words(line);
-    std::string spec, dims;
-    words >> spec >> dims;
-    size_t eq = dims.find('=');
-    if (!spec.empty() && eq != std::string::npos)
-      items.push_back({dir + spec, dims.substr(0, eq), std::stoll(dims.substr(eq + 1))});
-  }
-  return items;
-}
+using fusegen::bench::manifest_items;
+using Item = fusegen::bench::ManifestItem;
 
 fs::path fresh_dir(const std::string& what) {
   static int counter = 0;

@@ -205,6 +205,28 @@ RearrangeSpec weight_spec(const EmitContext& ctx, ValueId w_id, BufferId to, int
   return spec;
 }
 
+// The GEMM's extents: `rows` x the group's output channels x `depth`, and
+// `per_sample` batches per sample (times the batch dim when batched).
+GemmMapping conv_extents(const EmitContext& ctx, const ConvShape& c, const Shape& x, int64_t rows, int64_t depth,
+                         int64_t per_sample) {
+  GemmMapping g;
+  g.rows = num(rows) + "LL";
+  g.cols = num(c.group_outputs) + "LL";
+  g.depth = num(depth) + "LL";
+  g.launch_rows = ctx.constant(rows);
+  g.launch_cols = ctx.constant(c.group_outputs);
+  g.launch_depth = ctx.constant(depth);
+  const std::string per_sample_text = num(per_sample) + "LL";
+  if (c.batched) {
+    g.batches = per_sample == 1 ? ctx.dim(x[0]) : "(" + ctx.dim(x[0]) + " * " + per_sample_text + ")";
+    g.launch_batches = ctx.mul(ctx.size(x, 0, 1), ctx.constant(per_sample));
+  } else {
+    g.batches = per_sample_text;
+    g.launch_batches = ctx.constant(per_sample);
+  }
+  return g;
+}
+
 // ---- forward ----
 
 // A forward convolution's input position per dim from the output position
@@ -359,24 +381,8 @@ GemmMapping map_forward(const EmitContext& ctx, const Node& node, const ConvShap
   int64_t positions = 1;
   for (int64_t o : outs)
     positions *= o;
-  const int64_t depth = c.group_inputs * c.taps;
   const std::string n_text = num(c.groups) + "LL";
-  const Shape& x = shape_of(ctx, x_id);
-
-  GemmMapping g;
-  g.rows = num(positions) + "LL";
-  g.cols = num(c.group_outputs) + "LL";
-  g.depth = num(depth) + "LL";
-  g.launch_rows = ctx.constant(positions);
-  g.launch_cols = ctx.constant(c.group_outputs);
-  g.launch_depth = ctx.constant(depth);
-  if (c.batched) {
-    g.batches = c.groups == 1 ? ctx.dim(x[0]) : "(" + ctx.dim(x[0]) + " * " + n_text + ")";
-    g.launch_batches = ctx.mul(ctx.size(x, 0, 1), ctx.constant(c.groups));
-  } else {
-    g.batches = n_text;
-    g.launch_batches = ctx.constant(c.groups);
-  }
+  GemmMapping g = conv_extents(ctx, c, shape_of(ctx, x_id), positions, c.group_inputs * c.taps, c.groups);
   g.out_along_m = true; // NC...: an output channel's positions are adjacent
 
   const KernelStep& step = ctx.step();
@@ -468,23 +474,7 @@ GemmMapping map_transposed(const EmitContext& ctx, const Node& node, const ConvS
     phase_taps *= pd.back().taps;
   }
   const int64_t depth = c.group_inputs * phase_taps;
-  const Shape& x = shape_of(ctx, x_id);
-  const std::string gp_text = num(c.groups * phases) + "LL";
-
-  GemmMapping g;
-  g.rows = num(rows) + "LL";
-  g.cols = num(c.group_outputs) + "LL";
-  g.depth = num(depth) + "LL";
-  g.launch_rows = ctx.constant(rows);
-  g.launch_cols = ctx.constant(c.group_outputs);
-  g.launch_depth = ctx.constant(depth);
-  if (c.batched) {
-    g.batches = "(" + ctx.dim(x[0]) + " * " + gp_text + ")";
-    g.launch_batches = ctx.mul(ctx.size(x, 0, 1), ctx.constant(c.groups * phases));
-  } else {
-    g.batches = gp_text;
-    g.launch_batches = ctx.constant(c.groups * phases);
-  }
+  GemmMapping g = conv_extents(ctx, c, shape_of(ctx, x_id), rows, depth, c.groups * phases);
   g.a_along_k = false;
   g.b_along_k = true;
   g.out_along_m = true;
