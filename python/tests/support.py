@@ -6,6 +6,7 @@ to test an installed package instead.
 """
 
 import atexit
+import importlib
 import json
 import os
 import shutil
@@ -74,6 +75,22 @@ def requires_library(cls):
     if library_problem() and not os.environ.get("FUSEGEN_LIBRARY"):
         return unittest.skip("skipped: no libfusegen.so (install the package or set FUSEGEN_LIBRARY)")(cls)
     return cls
+
+
+NO_TORCH = "skipped: no torch (scripts/install-torch.sh installs it)"
+NO_CLI = "skipped: no fusegen tool (set FUSEGEN_CLI or build build/cli/fusegen)"
+
+
+def import_optional(*names):
+    """The modules `names` (torch and its parts), or Nones when one is missing;
+    with FUSEGEN_REQUIRE_TORCH=1 (scripts/test.sh sets it) a missing one is an
+    error instead of a skip."""
+    try:
+        return tuple(importlib.import_module(name) for name in names)
+    except ImportError:
+        if os.environ.get("FUSEGEN_REQUIRE_TORCH") == "1":
+            raise
+        return (None,) * len(names)
 
 
 _torch_cuda = None

@@ -18,17 +18,8 @@ import warnings
 import support
 from support import fusegen
 
-try:
-    import numpy as np
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-except ImportError:
-    torch = None
-    if os.environ.get("FUSEGEN_REQUIRE_TORCH") == "1":
-        raise
-NO_TORCH = "skipped: no torch (scripts/install-torch.sh installs it)"
-NO_CLI = "skipped: no fusegen tool (set FUSEGEN_CLI or build build/cli/fusegen)"
+np, torch, nn, F = support.import_optional("numpy", "torch", "torch.nn", "torch.nn.functional")
+NO_TORCH, NO_CLI = support.NO_TORCH, support.NO_CLI
 
 if support.SCRIPTS not in sys.path:
     sys.path.insert(0, support.SCRIPTS)

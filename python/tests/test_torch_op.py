@@ -10,7 +10,6 @@ Skipped without torch, unless FUSEGEN_REQUIRE_TORCH=1 (scripts/test.sh sets it):
 a missing torch fails."""
 
 import inspect
-import os
 import pydoc
 import unittest
 import warnings
@@ -18,15 +17,9 @@ import warnings
 import support
 from support import fusegen
 
-try:
-    import torch
-    import torch.nn.functional as F
-    from torch._subclasses import FakeTensorMode
-except ImportError:
-    torch = None
-    if os.environ.get("FUSEGEN_REQUIRE_TORCH") == "1":
-        raise
-NO_TORCH = "skipped: no torch (scripts/install-torch.sh installs it)"
+torch, F, _subclasses = support.import_optional("torch", "torch.nn.functional", "torch._subclasses")
+FakeTensorMode = _subclasses.FakeTensorMode if _subclasses else None
+NO_TORCH = support.NO_TORCH
 
 
 def example_args(f, n=8, device="cpu", maker=None):
