@@ -58,7 +58,7 @@ Result<GemmMapping> map_contraction(const EmitContext& ctx, const Node& node);
 // A pass writing scratch `to` element by element before the GEMM:
 // `decode` defines `from` (an offset into `from`'s buffer) and `inside`
 // (false: a zero) for element `index`; four consecutive destination elements
-// are four channels, `channel_stride` apart in the source (ChannelsLastPass.cpp).
+// are four channels, `channel_stride` apart in the source (RearrangePass.cpp).
 struct RearrangeSpec {
   BufferId to = kNoId;
   std::string from;                // the source's buffer expression
