@@ -79,6 +79,7 @@ inline constexpr HookSpec kElementwiseHooks[] = {
 #include "fusegen/hooks/GenericReduceHooks.h"
 #include "fusegen/hooks/NarrowGemmHooks.h"
 #include "fusegen/hooks/RowReduceHooks.h"
+#include "fusegen/hooks/SkinnyGemmHooks.h"
 #include "fusegen/hooks/StatsFinalizeHooks.h"
 #include "fusegen/hooks/WindowHooks.h"
 
@@ -92,6 +93,7 @@ inline constexpr TemplateSpec kTemplateSpecs[] = {
     {"helpers.cu", {}}, // device helpers emitted before every kernel; no hooks
     {"narrow_gemm.cu", kNarrowGemmHooks},
     {"row_reduce.cu", kRowReduceHooks},
+    {"skinny_gemm.cu", kSkinnyGemmHooks},
     {"stats_finalize.cu", kStatsFinalizeHooks},
     {"window.cu", kWindowHooks},
 };

@@ -393,6 +393,8 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   shared_hooks["epilogue"] = hook("float", "epilogue", epilogue_params, epilogue_body(ctx, g, s));
   shared_hooks["stats_slot"] =
       hook("float*", "stats_slot", element("batch", "row_tile", "n"), stats_slot_body(ctx, g, s));
+  shared_hooks["cols"] = hook("long long", "gemm_cols", args, returns(g.cols));
+  shared_hooks["depth"] = hook("long long", "gemm_depth", args, returns(g.depth));
   // The channels-last copies run first, whichever template takes the GEMM.
   auto with_layout = [&](KernelSource source) {
     for (KernelSource pass : g.operand_passes) {
@@ -403,6 +405,8 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   };
   if (takes_narrow(ctx, g, s))
     return with_layout(emit_narrow_gemm(ctx, g, s, shared_hooks));
+  if (std::optional<SkinnyShape> skinny = skinny_shape(ctx, g, s))
+    return emit_skinny_gemm(ctx, g, *skinny, shared_hooks);
 
   KernelSource source;
   source.template_file = "gemm.cu";
@@ -460,8 +464,6 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["stats_group"] = constant_hook("kStatsGroup", s.stats_group);
   hooks["row_reduce"] = constant_hook("kRowReduce", static_cast<int>(s.row_reduce));
   hooks["row_reduce_parts"] = bool_hook("kRowReduceParts", ctx.step().row_reduce_parts > 0);
-  hooks["cols"] = hook("long long", "gemm_cols", args, returns(g.cols));
-  hooks["depth"] = hook("long long", "gemm_depth", args, returns(g.depth));
   hooks["norm_apply"] = hook("float", "norm_apply", norm_params, norm_apply_body(ctx, s));
   Params row_params = batch_args;
   row_params.list.push_back({"long long", "m"});

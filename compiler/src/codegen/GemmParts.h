@@ -10,6 +10,8 @@
 #include "gemm/geometry.h" // templates/gemm/geometry.h
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,5 +111,21 @@ std::vector<std::string> stats_slot_body(const EmitContext& ctx, const GemmMappi
 Result<std::vector<std::string>> column_stats_body(const EmitContext& ctx, const Stages& s);
 std::vector<std::string> reduce_slot_body(const EmitContext& ctx, const Stages& s);
 std::vector<std::string> returns(const std::string& expr);
+
+// ---- few rows: templates/skinny_gemm.cu (SkinnyGemm.cpp) ----
+
+// The template's shape for a GEMM it takes (its hooks of the same names).
+struct SkinnyShape {
+  int warps = 8, rows = 1, cols = 1, vector = 1;
+  bool b_along_k = true;
+};
+
+// The skinny template's shape for the kernel's GEMM, or nullopt where it does
+// not take it: rows unknown or more than a few, a convolution, an epilogue
+// beyond pointwise ops, a forced gemm.cu block.
+std::optional<SkinnyShape> skinny_shape(const EmitContext& ctx, const GemmMapping& g, const Stages& s);
+// `shared_hooks`: the hooks every GEMM template declares alike (EmitGemm.cpp).
+KernelSource emit_skinny_gemm(const EmitContext& ctx, const GemmMapping& g, const SkinnyShape& shape,
+                              const std::map<std::string, std::string>& shared_hooks);
 
 } // namespace fusegen::codegen

@@ -105,6 +105,27 @@ void contraction_cases(std::vector<MatrixCase>& out) {
                        "]\n  output y = matmul(x, w)\n}\n",
                    {1, 3, 127}});
   }
+  // Few rows: templates/skinny_gemm.cu (B along k and along n, 16-byte and
+  // scalar loads, one and two row tiles), then gemm.cu from 17 rows.
+  out.push_back({"linear_skinny_vector",
+                 "fusion f {\n  input x : f32[N, 4100]\n  param w : f32[1030, 4100]\n  param b : f32[1030]\n"
+                 "  output y = silu(linear(x, w, b))\n}\n",
+                 {1, 5, 16, 17}});
+  out.push_back({"linear_skinny_scalar",
+                 "fusion f {\n  input x : f32[N, 3, 1027]\n  param w : f32[257, 1027]\n  output y = linear(x, w)\n}\n",
+                 {1, 2, 5}});
+  out.push_back({"swiglu_skinny",
+                 "fusion f {\n  input x : f32[N, 512]\n  param wg : f32[1376, 512]\n  param wu : f32[1376, 512]\n"
+                 "  param wd : f32[512, 1376]\n  g = linear(x, wg)\n  u = linear(x, wu)\n"
+                 "  output y = linear(silu(g) * u, wd) + x\n}\n",
+                 {1, 16}});
+  out.push_back({"matmul_skinny_along_n",
+                 "fusion f {\n  input x : f32[N, 300]\n  param w : f32[300, 5000]\n  output y = matmul(x, w)\n}\n",
+                 {1, 7, 16}});
+  out.push_back({"matmul_skinny_along_n_vector",
+                 "fusion f {\n  input x : f32[N, 2, 65]\n  input w : f32[N, 65, 20000]\n"
+                 "  output y = relu(matmul(x, w))\n}\n",
+                 {1, 3}});
   out.push_back({"matmul_batched",
                  "fusion f {\n  input a : f32[N, 3, 5, 33]\n  input b : f32[3, 33, 7]\n  output y = matmul(a, b)\n}\n",
                  {1, 3}});

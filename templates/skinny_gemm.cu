@@ -1,0 +1,253 @@
+// fusegen template: GEMM with few rows (a GEMV, or up to a few dozen rows:
+// decode-size token counts), fp32 FMAs on the SIMT cores, streaming B (the
+// weights) from memory once per tile of rows, with the same fused epilogue
+// as gemm.cu.
+//
+// Problem: for every batch b < batches, C[b][m][n] = sum_k A(b, m, k) * B(b, k, n)
+// over m < M (few), n < N, k < K.
+//
+// Why a third GEMM template: with few rows the product is memory-bound. B's
+// N*K floats are read once and each is used M times: 2*M FLOPs per 4 bytes,
+// 8 FLOP/byte at M = 16, below an H100's fp32 FMA balance (67 TFLOP/s over
+// 3 TB/s: 22). Tensor cores gain nothing there, 3xTF32 triples the work,
+// and gemm.cu's 64-row tiles waste most of each product. Plain fp32 FMAs are
+// as exact as PyTorch's own fp32 GEMV, so strict precision holds.
+//
+// Two layouts of B, chosen by kBAlongK:
+//   along k (linear's weight [N, K]): a block owns kCols columns. Its warps
+//     split K into interleaved chunks of 32 * kVector elements; lane l reads
+//     elements l * kVector .. + kVector - 1 of a chunk from each column of B
+//     and each row of A (16-byte vectors when kVector is 4), and a warp's
+//     partial sums meet by shuffles.
+//   along n (matmul's [K, N]): a block owns 32 * kVector columns, lane l the
+//     kVector adjacent ones at l * kVector. Its warps split K, interleaved
+//     element by element; A(m, k) is the same for the whole warp (a broadcast).
+// Then the warps' partial sums meet in shared memory and are added in warp
+// order, and epilogue() runs once per output element. Every sum is in a fixed
+// order: results are deterministic for a given launch.
+//
+// Grid: x over blocks of columns, y over tiles of kRows rows, z over batches;
+// each loops with the grid's stride, so any extent fits.
+//
+// Hook contract (checked by fusegen-template-tool against hooks/SkinnyGemmHooks.h):
+//   "warps"         constexpr int kWarps       warps per block splitting K: 1, 2, 4 or 8
+//   "tile_rows"     constexpr int kRows        rows of A per tile (1..32)
+//   "block_cols"    constexpr int kCols        columns per block with B along k (1..8);
+//                                  ignored along n (32 * kVector)
+//   "vector"        constexpr int kVector      1, or 4: 16-byte loads (along k: of A
+//                                  and B; along n: of B); the contiguous extents
+//                                  and every base are multiples of 4
+//   "b_along_k"     constexpr bool kBAlongK    B's consecutive k are adjacent in memory
+//   "rows" / "batches" / "cols" / "depth"
+//                   long long gemm_rows(args) ...   extents M, batch count, N, K
+//   "a_offset"      long long a_offset(args, batch)   base offset of A for a batch
+//   "b_offset"      long long b_offset(args, batch)   base offset of B for a batch
+//   "a_address"     const float* a_address(args, a_base, m, k)  A element (m, k)
+//   "b_address"     const float* b_address(args, b_base, k, n)  B element (k, n)
+//   "epilogue"      float epilogue(args, batch, m, n, acc)  for a valid element:
+//                                  bias, pointwise ops and stores
+//   "entry"         the __global__ kernel; the generator renames it
+//
+// Defaults below: C[M, N] = A[M, K] * B[N, K]^T (a linear without bias) with
+// A = buf[0], B = buf[1], C = buf[2], M = dim[0], N = dim[1], K = dim[2].
+// Compiles alone with nvcc and NVRTC (helpers.cu is the only include).
+
+#ifndef FUSEGEN_HELPERS_DEFINED
+#include "helpers.cu"
+#endif
+
+FUSEGEN_HOOK("warps") constexpr int kWarps = 8;
+
+FUSEGEN_HOOK("tile_rows") constexpr int kRows = 4;
+
+FUSEGEN_HOOK("block_cols") constexpr int kCols = 4;
+
+FUSEGEN_HOOK("vector") constexpr int kVector = 4;
+
+FUSEGEN_HOOK("b_along_k") constexpr bool kBAlongK = true;
+
+FUSEGEN_HOOK("rows")
+__device__ __forceinline__ long long gemm_rows(const FusegenArgs& args) { return args.dim[0]; }
+
+FUSEGEN_HOOK("batches")
+__device__ __forceinline__ long long gemm_batches(const FusegenArgs& args) {
+  (void)args;
+  return 1;
+}
+
+FUSEGEN_HOOK("cols")
+__device__ __forceinline__ long long gemm_cols(const FusegenArgs& args) { return args.dim[1]; }
+
+FUSEGEN_HOOK("depth")
+__device__ __forceinline__ long long gemm_depth(const FusegenArgs& args) { return args.dim[2]; }
+
+FUSEGEN_HOOK("a_offset")
+__device__ __forceinline__ long long a_offset(const FusegenArgs& args, long long batch) {
+  return batch * args.dim[0] * args.dim[2];
+}
+
+FUSEGEN_HOOK("b_offset")
+__device__ __forceinline__ long long b_offset(const FusegenArgs& args, long long batch) {
+  return batch * args.dim[1] * args.dim[2];
+}
+
+FUSEGEN_HOOK("a_address")
+__device__ __forceinline__ const float* a_address(const FusegenArgs& args, long long a_base, long long m, long long k) {
+  return args.buf[0] + a_base + m * args.dim[2] + k;
+}
+
+FUSEGEN_HOOK("b_address")
+__device__ __forceinline__ const float* b_address(const FusegenArgs& args, long long b_base, long long k, long long n) {
+  return args.buf[1] + b_base + n * args.dim[2] + k;
+}
+
+FUSEGEN_HOOK("epilogue")
+__device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n,
+                                          float acc) {
+  args.buf[2][(batch * args.dim[0] + m) * args.dim[1] + n] = acc;
+  return acc;
+}
+
+// ---- geometry ----
+
+static_assert(kWarps == 1 || kWarps == 2 || kWarps == 4 || kWarps == 8, "kWarps is 1, 2, 4 or 8");
+static_assert(kRows >= 1 && kRows <= 32, "a tile holds 1 to 32 rows");
+static_assert(kCols >= 1 && kCols <= 8, "a block owns 1 to 8 columns along k");
+static_assert(kVector == 1 || kVector == 4, "scalar or 16-byte loads");
+
+constexpr int kThreads = kWarps * 32;
+constexpr int kBlockCols = kBAlongK ? kCols : 32 * kVector; // columns a block owns
+constexpr int kLaneCols = kBAlongK ? kCols : kVector;       // accumulators per row and lane
+constexpr int kChunk = kBAlongK ? 32 * kVector : 1;         // k per warp step
+static_assert(kRows * kLaneCols <= 64, "at most 64 accumulators per thread");
+static_assert(kWarps * kRows * kBlockCols * 4 <= 48 * 1024, "the partial sums fit in static shared memory");
+
+template <int kWidth> struct SkinnyVector { float v[kWidth]; };
+
+// kWidth adjacent floats from `p` (16-byte aligned when kWidth is 4).
+template <int kWidth> __device__ __forceinline__ SkinnyVector<kWidth> skinny_load(const float* p) {
+  SkinnyVector<kWidth> out;
+  if constexpr (kWidth == 4) {
+    const float4 q = __ldg(reinterpret_cast<const float4*>(p));
+    out.v[0] = q.x;
+    out.v[1] = q.y;
+    out.v[2] = q.z;
+    out.v[3] = q.w;
+  } else {
+    out.v[0] = __ldg(p);
+  }
+  return out;
+}
+
+// B along k: acc[r][c] = lane's share of sum_k A(m0 + r, k) * B(k, n0 + c)
+// over the warp's chunks, in increasing k.
+__device__ __forceinline__ void skinny_accumulate_along_k(const FusegenArgs& args, long long a_base, long long b_base,
+                                                          long long m0, int rows, long long n0, int cols,
+                                                          long long depth, float (&acc)[kRows][kLaneCols]) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const long long chunks = (depth + kChunk - 1) / kChunk;
+  for (long long chunk = warp; chunk < chunks; chunk += kWarps) {
+    const long long k = chunk * kChunk + lane * kVector;
+    if (k >= depth) // a vector is whole or wholly out (kVector divides K)
+      continue;
+    SkinnyVector<kVector> b[kCols];
+#pragma unroll
+    for (int c = 0; c < kCols; ++c)
+      if (c < cols)
+        b[c] = skinny_load<kVector>(b_address(args, b_base, k, n0 + c));
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (r >= rows)
+        break;
+      const SkinnyVector<kVector> a = skinny_load<kVector>(a_address(args, a_base, m0 + r, k));
+#pragma unroll
+      for (int c = 0; c < kCols; ++c)
+#pragma unroll
+        for (int v = 0; v < kVector; ++v)
+          acc[r][c] = fmaf(a.v[v], b[c].v[v], acc[r][c]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int c = 0; c < kCols; ++c)
+      acc[r][c] = fusegen_team_sum<32>(acc[r][c]);
+}
+
+// B along n: acc[r][v] = the warp's share of sum_k A(m0 + r, k) * B(k, n)
+// for the lane's column n = n0 + lane * kVector + v, in increasing k.
+__device__ __forceinline__ void skinny_accumulate_along_n(const FusegenArgs& args, long long a_base, long long b_base,
+                                                          long long m0, int rows, long long n0, long long cols_left,
+                                                          long long depth, float (&acc)[kRows][kLaneCols]) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const long long n = n0 + lane * kVector;
+  if (n >= n0 + cols_left) // a vector is whole or wholly out (kVector divides N)
+    return;
+#pragma unroll 4
+  for (long long k = warp; k < depth; k += kWarps) {
+    const SkinnyVector<kVector> b = skinny_load<kVector>(b_address(args, b_base, k, n));
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (r >= rows)
+        break;
+      const float a = __ldg(a_address(args, a_base, m0 + r, k));
+#pragma unroll
+      for (int v = 0; v < kVector; ++v)
+        acc[r][v] = fmaf(a, b.v[v], acc[r][v]);
+    }
+  }
+}
+
+__device__ __forceinline__ void skinny_gemm_main(const FusegenArgs& args) {
+  __shared__ float partial[kWarps][kRows][kBlockCols];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const long long rows = gemm_rows(args), cols = gemm_cols(args), depth = gemm_depth(args);
+  const long long batches = gemm_batches(args);
+  const long long row_tiles = (rows + kRows - 1) / kRows, col_blocks = (cols + kBlockCols - 1) / kBlockCols;
+  for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z) {
+    const long long a_base = a_offset(args, batch), b_base = b_offset(args, batch);
+    for (long long tile = blockIdx.y; tile < row_tiles; tile += gridDim.y) {
+      const long long m0 = tile * kRows;
+      const int tile_rows = rows - m0 < kRows ? static_cast<int>(rows - m0) : kRows;
+      for (long long block = blockIdx.x; block < col_blocks; block += gridDim.x) {
+        const long long n0 = block * kBlockCols;
+        const long long cols_left = cols - n0;
+        float acc[kRows][kLaneCols] = {};
+        if constexpr (kBAlongK) {
+          skinny_accumulate_along_k(args, a_base, b_base, m0, tile_rows, n0,
+                                    cols_left < kCols ? static_cast<int>(cols_left) : kCols, depth, acc);
+          if (lane == 0)
+#pragma unroll
+            for (int r = 0; r < kRows; ++r)
+#pragma unroll
+              for (int c = 0; c < kCols; ++c)
+                partial[warp][r][c] = acc[r][c];
+        } else {
+          skinny_accumulate_along_n(args, a_base, b_base, m0, tile_rows, n0, cols_left, depth, acc);
+#pragma unroll
+          for (int r = 0; r < kRows; ++r)
+#pragma unroll
+            for (int v = 0; v < kVector; ++v)
+              partial[warp][r][lane * kVector + v] = acc[r][v];
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < kRows * kBlockCols; i += kThreads) {
+          const int r = i / kBlockCols, c = i % kBlockCols;
+          if (r < tile_rows && c < cols_left) {
+            float sum = partial[0][r][c];
+#pragma unroll
+            for (int w = 1; w < kWarps; ++w)
+              sum += partial[w][r][c];
+            epilogue(args, batch, m0 + r, n0 + c, sum);
+          }
+        }
+        __syncthreads(); // partial is reused by the next block of columns
+      }
+    }
+  }
+}
+
+extern "C" {
+FUSEGEN_HOOK("entry")
+__global__ void __launch_bounds__(kThreads) fusegen_skinny_gemm(const FusegenArgs args) { skinny_gemm_main(args); }
+}
