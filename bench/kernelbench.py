@@ -36,13 +36,9 @@ with FUSEGEN_LIBRARY=<build>/runtime/libfusegen.so.
 """
 
 import argparse
-import datetime
 import importlib
 import json
 import os
-import platform
-import re
-import shlex
 import statistics
 import subprocess
 import sys
@@ -50,73 +46,33 @@ import tempfile
 import time
 import traceback
 
+import bench_common  # beside this file (helpers shared with bench/sweep.py); the standard library only
 import launch_floor  # beside this file; the standard library only
+from bench_common import (L2_FLUSH_BYTES, TOLERANCE, Chain, check_precision, err, log, ms, one_line, slug,
+                          time_gpu)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import kernelbench_conv as kc  # noqa: E402 - the standard library only until a chain is built
 
 CHAINS = ("62", "75", "39", "85")  # the seed chains; the conv chains are kc.numbers()
-TOLERANCE = {"strict": 1e-4, "tf32": 1e-2}
-L2_FLUSH_BYTES = 256 << 20  # written before each timed run: well over twice any L2 (H100: 50 MB)
-MIN_RUNS = 10               # the fewest timed runs when --max-seconds caps a slow variant
 TINY_SPEC = "fusion tiny_add {\n  input a : f32[1, 16]\n  input b : f32[1, 16]\n  output y = a + b\n}\n"
 
 torch = None  # imported in main(), so that --help works anywhere
 fusegen = None
 
 
-def log(message):
-    print(message, flush=True)
-
-
 def import_everything():
-    """Imports torch, fusegen and the models; None when all is well, else why not (a skip)."""
+    """Imports torch and fusegen; None when all is well, else why not (a skip)."""
     global torch, fusegen
-    try:
-        import torch as torch_
-    except ImportError:
-        return "torch is not installed"
-    if not torch_.cuda.is_available():
-        return "no CUDA GPU visible to torch"
-    torch = torch_
-    try:
-        import fusegen as fusegen_
-    except ImportError:  # not installed: the checkout's package (with FUSEGEN_LIBRARY)
-        sys.path.insert(0, os.path.join(ROOT, "python"))
-        import fusegen as fusegen_
-    fusegen = fusegen_
-    return None
+    why_not, torch_, fusegen_ = bench_common.import_torch_and_fusegen()
+    if why_not is None:
+        torch, fusegen = torch_, fusegen_
+    return why_not
 
 
 # ---------------------------------------------------------------------------
 # Measuring
-
-
-def time_gpu(fn, runs, warmup, flush, max_seconds):
-    """(median ms, runs) of fn() with CUDA events on the current stream, L2 flushed before each run.
-
-    A variant slower than max_seconds for all its runs gets fewer (at least
-    MIN_RUNS): the table shows the count, so that a slow kernel cannot stretch
-    the run past its time budget unnoticed."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    fn()
-    torch.cuda.synchronize()
-    one = time.perf_counter() - start
-    if one * runs > max_seconds:
-        runs = max(MIN_RUNS, int(max_seconds / max(one, 1e-9)))
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-    for i in range(runs):
-        flush.zero_()
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)), runs
 
 
 OVERHEAD_BATCH = 64    # calls per timed batch of the host overhead (see host_overheads)
@@ -213,15 +169,6 @@ def dims_of(function, arguments):
 # One chain
 
 
-class Chain:
-    """One chain at one shape set: its spec, batch, Model and inputs, and where each spec argument lives
-    in the Model (names: {spec name: dotted attribute}; state: those updated in place)."""
-
-    def __init__(self, key, name, spec, n, make_model, make_inputs, names, state):
-        self.key, self.name, self.spec, self.n = key, name, spec, n
-        self.make_model, self.make_inputs, self.names, self.state = make_model, make_inputs, names, state
-
-
 def seed_chain(km, shapes, chain):
     n, factory, x_shape = km.CONFIGS[shapes][chain]
     return Chain(chain, os.path.splitext(km.SPEC_FILES[chain])[0], km.spec_path(shapes, chain), n,
@@ -238,42 +185,6 @@ def conv_chain(shapes, number):
 
 def make_chain(km, shapes, key):
     return seed_chain(km, shapes, key) if key in CHAINS else conv_chain(shapes, key)
-
-
-def check_precision(row, precision, model, f, chain, sets):
-    """Cold first call, then `sets` fresh input sets against the module; returns the last arguments."""
-    state = chain.state
-    tolerance = TOLERANCE[precision]
-    worst = 0.0
-    passed = True
-    for i in range(sets):
-        inputs = chain.make_inputs()
-        arguments = fusegen.module_arguments(model, chain.names, function=f, **inputs)
-        # Train-mode batch norm updates the running stats on every call: fusegen
-        # updates the module's buffers in place; keep its result, put the state
-        # back, and let PyTorch make its own update from the same state.
-        before = {name: arguments[name].clone() for name in state}
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        y = f(**arguments)
-        torch.cuda.synchronize()
-        if i == 0:
-            row["cold_ms"][precision] = (time.perf_counter() - start) * 1e3
-        ours = {"y": y}
-        ours.update({name: arguments[name].clone() for name in state})
-        for name in state:
-            arguments[name].copy_(before[name])
-        expected = {"y": model(*inputs.values())}
-        expected.update({name: arguments[name] for name in state})
-        for name, value in ours.items():
-            if tuple(value.shape) != tuple(expected[name].shape):
-                raise RuntimeError("%s: shape %s, PyTorch gives %s" % (name, list(value.shape),
-                                                                        list(expected[name].shape)))
-            worst = max(worst, (value - expected[name]).abs().max().item())
-            passed = passed and torch.allclose(value, expected[name], atol=tolerance, rtol=tolerance)
-    row["max_error"][precision] = worst
-    row["passed"][precision] = passed
-    return arguments
 
 
 def run_chain(args, chain, flush, cache_dir, row):
@@ -327,12 +238,6 @@ def run_chain(args, chain, flush, cache_dir, row):
             log("  fusegen %s: FAIL: %s" % (precision, one_line(e)))
 
 
-def one_line(error):
-    text = str(error).strip() or type(error).__name__
-    lines = text.splitlines()
-    return lines[0] + (" (...)" if len(lines) > 1 else "")
-
-
 def new_row(shapes, key, name):
     return {"chain": key, "name": name, "shapes": shapes, "n": None,
             "eager_ms": None, "compile_ms": None, "compile_warmup_s": None, "fusegen_ms": {}, "runs": {},
@@ -376,38 +281,7 @@ def measure_overhead(calls, cache_dir):
 
 
 def environment(args):
-    info = {"gpu": torch.cuda.get_device_name(0), "driver": "unknown", "cuda": torch.version.cuda,
-            "torch": torch.__version__, "triton": "not installed", "python": platform.python_version(),
-            "fusegen": fusegen.library_version(), "library": fusegen.library_path(),
-            "commit": args.commit or git_commit(), "date": datetime.date.today().isoformat(),
-            "command": "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], ROOT)] +
-                                               sys.argv[1:])}
-    major, minor = torch.cuda.get_device_capability(0)
-    info["arch"] = "sm_%d%d" % (major, minor)
-    try:
-        import triton
-        info["triton"] = triton.__version__
-    except ImportError:
-        pass
-    try:
-        out = subprocess.check_output(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
-                                      universal_newlines=True, timeout=30)
-        info["driver"] = out.strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return info
-
-
-def git_commit():
-    try:
-        return subprocess.check_output(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], universal_newlines=True,
-                                       stderr=subprocess.DEVNULL).strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown (pass --commit)"
-
-
-def ms(value):
-    return "-" if value is None else ("%.4f" % value if value < 10 else "%.2f" % value)
+    return bench_common.environment(args.commit)
 
 
 def ratio(base, value):
@@ -427,10 +301,6 @@ def main_table(rows):
             ratio(r["compile_ms"], tf32), err(r["max_error"].get("strict")), err(r["max_error"].get("tf32")),
             result.replace("|", "/")))
     return lines
-
-
-def err(value):
-    return "-" if value is None else "%.2e" % value
 
 
 def jit_table(rows):
@@ -503,10 +373,6 @@ def report(info, rows, overhead, args, seconds):
                if k not in ("calls", "shape")]
         md.append("")
     return "\n".join(md)
-
-
-def slug(name):
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpu"
 
 
 # ---------------------------------------------------------------------------
