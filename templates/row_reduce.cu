@@ -10,12 +10,17 @@
 //                (max, scaled sum) pair rescaled when the max grows, so large
 //                inputs do not overflow and an all -inf segment gives -inf;
 //   moments      group/layer/instance_norm: mean, then the centered sum of
-//                squares (biased variance, two passes), then
+//                squares (biased variance, two passes: accurate where the
+//                sum of squares would cancel), then
 //                (x - mean) * 1/sqrt(var + eps) handed to store_element;
-//   softmax      max, then the sum of exp(x - max), then exp(x - max) / sum
-//   log_softmax  or (x - max) - log(sum).
+//   softmax      one pass for the max and the sum of exp(x - max) (the
+//                logsumexp pair, online), then exp(x - max) / sum
+//   log_softmax  or (x - max) - log(sum); an infinite max gives NaN as torch.
 // Passes after the first read the segment back from a shared-memory cache
-// when kCacheFloats > 0 (the segment fits), else reload it through load().
+// when kCacheFloats > 0 (the segment fits), else reload it through load():
+// a cached segment is read from global memory once. Each thread issues
+// kUnroll independent loads before using any, to keep memory busy with few
+// blocks per SM (a long cached segment leaves room for one).
 // Accumulation is in float; every team and block reduction runs in a fixed
 // order, so results are deterministic for a given launch.
 //
@@ -108,6 +113,8 @@ __device__ __forceinline__ void store_final(const FusegenArgs& args, long long i
 }
 
 constexpr int kTeams = kBlockSize / kTeamSize;
+// The op folding what store_element returns (any, without a final reduction).
+constexpr int kFinalFold = kFinalOp == kRowNone ? kRowSum : kFinalOp;
 constexpr int kWarps = kBlockSize / 32;
 
 static_assert(kBlockSize > 0 && kBlockSize <= 1024 && kBlockSize % 32 == 0,
@@ -237,71 +244,164 @@ __device__ __forceinline__ RowAcc row_team_reduce(RowAcc acc, RowAcc* scratch) {
 
 // ---- one segment ----
 
+// Loads in flight per thread and step. A block-wide team of a long row may
+// be the only block on its SM: 1024 threads x 8 floats = 32 KiB in flight
+// per SM covers the memory latency at full bandwidth.
+constexpr int kUnroll = kTeamSize == kBlockSize ? 8 : 4;
+
+// The thread's elements i0, i0 + kTeamSize, .. (kUnroll of them, those in
+// the segment: a prefix, whose length is returned) from the cache or through
+// load(); every load is issued before any value is used, then the values go
+// to the cache when kToCache. Each thread reads back only the elements it
+// cached itself: no barrier.
+template <bool kFromCache, bool kToCache>
+__device__ __forceinline__ int row_fetch(const FusegenArgs& args, long long segment, long long length, long long i0,
+                                         float* cache, float (&x)[kUnroll]) {
+  int valid = 0;
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const long long i = i0 + static_cast<long long>(u) * kTeamSize;
+    x[u] = 0.0f;
+    if (i < length) {
+      x[u] = kFromCache ? cache[i] : load(args, segment, i);
+      valid = u + 1;
+    }
+  }
+  if constexpr (kToCache) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < valid)
+        cache[i0 + static_cast<long long>(u) * kTeamSize] = x[u];
+  }
+  return valid;
+}
+
+// Folds `valid` fetched elements in index order; logsumexp rescales once per
+// chunk (to the chunk's new maximum) instead of once per element.
+template <int Op> __device__ __forceinline__ RowAcc row_add_chunk(RowAcc acc, const float (&x)[kUnroll], int valid) {
+  if constexpr (Op == kRowLogSumExp) {
+    float max = acc.value;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < valid)
+        max = fusegen_maximum(max, x[u]);
+    const float shift = row_shift(max);
+    float scaled = row_rescale(acc.scaled, acc.value, max);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < valid)
+        scaled += expf(x[u] - shift);
+    return {max, scaled};
+  } else {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < valid)
+        acc = row_add<Op>(acc, x[u]);
+    return acc;
+  }
+}
+
+// The calling thread's share of a pass folding every element into Op.
+template <int Op, bool kFromCache, bool kToCache>
+__device__ __forceinline__ RowAcc row_fold(const FusegenArgs& args, long long segment, long long length, int lane,
+                                           float* cache) {
+  RowAcc acc = row_identity<Op>();
+  for (long long i0 = lane; i0 < length; i0 += kUnroll * kTeamSize) {
+    float x[kUnroll];
+    const int valid = row_fetch<kFromCache, kToCache>(args, segment, length, i0, cache, x);
+    acc = row_add_chunk<Op>(acc, x, valid);
+  }
+  return acc;
+}
+
 // Folds every element into the anchor reduction; lane 0 stores the result.
 __device__ __forceinline__ void row_reduce_segment(const FusegenArgs& args, long long segment, long long length,
                                                    int lane, RowAcc* scratch) {
-  RowAcc acc = row_identity<kAnchor>();
-  for (long long i = lane; i < length; i += kTeamSize)
-    acc = row_add<kAnchor>(acc, load(args, segment, i));
+  RowAcc acc = row_fold<kAnchor, false, false>(args, segment, length, lane, nullptr);
   acc = row_team_reduce<kAnchor>(acc, scratch);
   if (lane == 0)
     store_segment(args, segment, row_result<kAnchor>(acc, length));
 }
 
-// Element i of the segment: from the cache after the first pass when cached.
-__device__ __forceinline__ float row_element(const FusegenArgs& args, long long segment, long long i,
-                                             const float* cache, bool cached) {
-  return cached ? cache[i] : load(args, segment, i);
+// The centered sum of squares over the segment (moments' second pass).
+template <bool kCached>
+__device__ __forceinline__ float row_centered_squares(const FusegenArgs& args, long long segment, long long length,
+                                                      int lane, float* cache, float mean, RowAcc* scratch) {
+  RowAcc squares = row_identity<kRowSum>();
+  for (long long i0 = lane; i0 < length; i0 += kUnroll * kTeamSize) {
+    float x[kUnroll];
+    const int valid = row_fetch<kCached, false>(args, segment, length, i0, cache, x);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const float d = x[u] - mean;
+      if (u < valid)
+        squares = row_add<kRowSum>(squares, d * d);
+    }
+  }
+  return row_team_reduce<kRowSum>(squares, scratch).value;
 }
 
-// Normalizes the segment and stores every element; folds what store_element
+// Normalizes every element against `center` (mean or max) and `scale`
+// (1/std, the sum, or its log), stores it, and folds what store_element
 // returns into `final_acc` (the fused final reduction, when there is one).
+template <bool kCached>
+__device__ __forceinline__ void row_write(const FusegenArgs& args, long long segment, long long length, int lane,
+                                          float* cache, float center, float scale, RowAcc& final_acc) {
+  for (long long i0 = lane; i0 < length; i0 += kUnroll * kTeamSize) {
+    float x[kUnroll];
+    const int valid = row_fetch<kCached, false>(args, segment, length, i0, cache, x);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (u >= valid)
+        break;
+      const float d = x[u] - center;
+      float y;
+      if constexpr (kAnchor == kRowMoments)
+        y = d * scale;
+      else if constexpr (kAnchor == kRowSoftmax)
+        y = expf(d) / scale;
+      else
+        y = d - scale;
+      const float folded = store_element(args, segment, i0 + static_cast<long long>(u) * kTeamSize, y);
+      if constexpr (kFinalOp != kRowNone)
+        final_acc = row_add<kFinalFold>(final_acc, folded);
+    }
+  }
+}
+
+// What the write pass scales by: 1/std from the centered sum of squares
+// (moments), the sum of exp(x - max) (softmax) or its log (log_softmax).
+__device__ __forceinline__ float row_scale(float statistic, long long length) {
+  if (kAnchor == kRowMoments)
+    return fusegen_rsqrt(statistic / static_cast<float>(length) + kEps);
+  return kAnchor == kRowSoftmax ? statistic : logf(statistic);
+}
+
+// Normalizes one segment: statistics, then the write pass. kCached: the
+// first pass fills the team's cache and the later ones read it.
+template <bool kCached>
 __device__ __forceinline__ void row_normalize_segment(const FusegenArgs& args, long long segment, long long length,
                                                       int lane, float* cache, RowAcc* scratch, RowAcc& final_acc) {
-  constexpr bool kMoments = kAnchor == kRowMoments;
-  constexpr int kFirstOp = kMoments ? kRowSum : kRowMax;
-  // Each thread reads back only the elements it cached itself: no barrier.
-  const bool cached = kCacheFloats > 0 && length <= kCacheFloats;
-  // Pass 1: the sum (moments) or the maximum (softmax).
-  RowAcc first = row_identity<kFirstOp>();
-  for (long long i = lane; i < length; i += kTeamSize) {
-    const float x = load(args, segment, i);
-    if (cached)
-      cache[i] = x;
-    first = row_add<kFirstOp>(first, x);
-  }
-  first = row_team_reduce<kFirstOp>(first, scratch);
-  const float center = kMoments ? first.value / static_cast<float>(length) : first.value; // mean or max
-  // Pass 2: the centered sum of squares (moments) or the sum of exp(x - max).
-  RowAcc second = row_identity<kRowSum>();
-  for (long long i = lane; i < length; i += kTeamSize) {
-    const float d = row_element(args, segment, i, cache, cached) - center;
-    second = row_add<kRowSum>(second, kMoments ? d * d : expf(d));
-  }
-  second = row_team_reduce<kRowSum>(second, scratch);
-  // moments: 1/std from the biased variance; softmax: the sum; log_softmax: its log.
-  const float scale = kMoments ? fusegen_rsqrt(second.value / static_cast<float>(length) + kEps)
-                               : (kAnchor == kRowSoftmax ? second.value : logf(second.value));
-  // Pass 3: normalize, store, fold into the final reduction.
-  for (long long i = lane; i < length; i += kTeamSize) {
-    const float d = row_element(args, segment, i, cache, cached) - center;
-    float y;
-    if constexpr (kAnchor == kRowMoments)
-      y = d * scale;
-    else if constexpr (kAnchor == kRowSoftmax)
-      y = expf(d) / scale;
-    else
-      y = d - scale;
-    const float folded = store_element(args, segment, i, y);
-    if constexpr (kFinalOp != kRowNone)
-      final_acc = row_add<kFinalOp>(final_acc, folded);
+  if constexpr (kAnchor == kRowMoments) {
+    const RowAcc sum =
+        row_team_reduce<kRowSum>(row_fold<kRowSum, false, kCached>(args, segment, length, lane, cache), scratch);
+    const float mean = sum.value / static_cast<float>(length);
+    const float squares = row_centered_squares<kCached>(args, segment, length, lane, cache, mean, scratch);
+    row_write<kCached>(args, segment, length, lane, cache, mean, row_scale(squares, length), final_acc);
+  } else {
+    const RowAcc stats = row_team_reduce<kRowLogSumExp>(
+        row_fold<kRowLogSumExp, false, kCached>(args, segment, length, lane, cache), scratch);
+    // The pair's sum is against row_shift(max), which is max where finite;
+    // an infinite max makes some x - max NaN (inf - inf, or every x -inf),
+    // so the sum of exp(x - max) is NaN, as torch's.
+    const float sum = isinf(stats.value) ? __int_as_float(0x7fc00000) : stats.scaled;
+    row_write<kCached>(args, segment, length, lane, cache, stats.value, row_scale(sum, length), final_acc);
   }
 }
 
 __device__ __forceinline__ void row_reduce_main(const FusegenArgs& args) {
   __shared__ RowAcc scratch[kWarps];
   extern __shared__ __align__(16) float fusegen_row_reduce_cache[];
-  constexpr int kFinal = kFinalOp == kRowNone ? kRowSum : kFinalOp;
   const int team = static_cast<int>(threadIdx.x) / kTeamSize;
   const int lane = static_cast<int>(threadIdx.x) % kTeamSize;
   float* cache = fusegen_row_reduce_cache + team * kCacheFloats;
@@ -309,7 +409,7 @@ __device__ __forceinline__ void row_reduce_main(const FusegenArgs& args) {
   const long long length = segment_length(args);
   const long long items = (segments + kSegmentsPerItem - 1) / kSegmentsPerItem;
   for (long long item = blockIdx.x; item < items; item += gridDim.x) {
-    RowAcc final_acc = row_identity<kFinal>();
+    RowAcc final_acc = row_identity<kFinalFold>();
     // Loop bounds are uniform per team, so team shuffles and (for one team
     // per block) block barriers see every thread they expect.
     for (int s = team; s < kSegmentsPerItem; s += kTeams) {
@@ -318,13 +418,15 @@ __device__ __forceinline__ void row_reduce_main(const FusegenArgs& args) {
         break;
       if constexpr (kAnchor < kRowMoments)
         row_reduce_segment(args, segment, length, lane, scratch);
+      else if (kCacheFloats > 0 && length <= kCacheFloats)
+        row_normalize_segment<true>(args, segment, length, lane, cache, scratch, final_acc);
       else
-        row_normalize_segment(args, segment, length, lane, cache, scratch, final_acc);
+        row_normalize_segment<false>(args, segment, length, lane, cache, scratch, final_acc);
     }
     if constexpr (kFinalOp != kRowNone) {
-      final_acc = row_block_reduce<kFinal>(final_acc, scratch);
+      final_acc = row_block_reduce<kFinalFold>(final_acc, scratch);
       if (threadIdx.x == 0)
-        store_final(args, item, row_result<kFinal>(final_acc, length * kSegmentsPerItem));
+        store_final(args, item, row_result<kFinalFold>(final_acc, length * kSegmentsPerItem));
     }
   }
 }

@@ -6,11 +6,16 @@ namespace {
 struct Generation {
   int arch;
   int sm_count;
+  int max_shared_bytes_per_block; // cudaDevAttrMaxSharedMemoryPerBlockOptin
 };
 
-// The largest generation at or below a target's arch gives its SM count
-// (8.6 and 8.9 parts are workstation GPUs; their counts vary by model).
-constexpr Generation kGenerations[] = {{80, 108}, {86, 84}, {89, 128}, {90, 132}, {100, 148}, {120, 170}};
+constexpr int kKiB = 1024;
+
+// The largest generation at or below a target's arch gives its SM count and
+// shared memory (8.6 and 8.9 parts are workstation GPUs; their counts vary
+// by model; 8.7 takes 8.6's smaller shared memory, which is safe).
+constexpr Generation kGenerations[] = {{80, 108, 163 * kKiB}, {86, 84, 99 * kKiB},    {89, 128, 99 * kKiB},
+                                       {90, 132, 227 * kKiB}, {100, 148, 227 * kKiB}, {120, 170, 99 * kKiB}};
 
 } // namespace
 
@@ -22,8 +27,10 @@ Result<Target> target_for_arch(int arch) {
   Target target;
   target.arch = arch;
   for (const Generation& generation : kGenerations)
-    if (generation.arch <= arch)
+    if (generation.arch <= arch) {
       target.sm_count = generation.sm_count;
+      target.max_shared_bytes_per_block = generation.max_shared_bytes_per_block;
+    }
   target.wgmma = arch == 90;
   target.clusters = arch >= 90;
   target.dependent_launches = arch >= 90;

@@ -271,7 +271,7 @@ fusion n_softmax {
   output y = softmax(x, dim=-1)
 }
 fusion n_log_softmax_long {
-  input x : f32[N, 50000]
+  input x : f32[N, 70000]
   output y = log_softmax(x, dim=1)
 }
 fusion n_ln_cached {
@@ -331,7 +331,7 @@ TEST(CodegenReduce, ShortRowsShareABlockAndCacheInSharedMemory) {
   EXPECT_TRUE(contains(kernel_text(code, "n_gn_k0"), "constexpr int kTeamSize = 256;"));
   EXPECT_EQ(launch_of(code, "n_gn").shared_bytes, 2048 * 4);
   EXPECT_EQ(launch_of(code, "n_gn").grid[0].value, 64 * 8);
-  // n_ln_cached: 16384 floats is the largest cached row: 64 KiB, which needs the opt-in.
+  // n_ln_cached: 16384 floats, 64 KiB (which needs the opt-in): the longest row cached by 256 threads.
   EXPECT_TRUE(contains(kernel_text(code, "n_ln_cached_k0"), "constexpr int kCacheFloats = 16384;"));
   EXPECT_EQ(launch_of(code, "n_ln_cached").shared_bytes, 65536);
   EXPECT_TRUE(contains(code.source, "cudaFuncSetAttribute(fusegen_n_ln_cached_k0_impl::fusegen_n_ln_cached_k0, "
@@ -342,15 +342,19 @@ TEST(CodegenReduce, LongRowsAreReloadedNotCached) {
   FUSEGEN_SKIP_WITHOUT_NVRTC();
   std::vector<Plan> plans = plans_of(kRowNormalizations, {{"N", 3}, {"C", 12}, {"H", 9}, {"W", 7}});
   GeneratedCode code = generate(plans);
-  // 50000 floats do not fit the 64 KiB cache: passes 2 and 3 reload; 512 threads for such rows.
+  // 70000 floats exceed what an sm_90 block may cache (227 KiB): passes
+  // after the first reload; 512 threads for such rows.
   std::string text = kernel_text(code, "n_log_softmax_long_k0");
   EXPECT_TRUE(contains(text, "constexpr int kCacheFloats = 0;"));
   EXPECT_TRUE(contains(text, "constexpr int kBlockSize = 512;"));
   EXPECT_EQ(launch_of(code, "n_log_softmax_long").shared_bytes, 0);
-  // 20000 floats: 256 threads, reloaded; the gelu prologue runs on every load.
+  // 20000 floats exceed the 64 KiB of several teams but fit one block-wide
+  // team's cache: 1024 threads; the gelu prologue runs once per element.
   std::string ln = kernel_text(code, "n_ln_weight_k0");
-  EXPECT_TRUE(contains(ln, "constexpr int kCacheFloats = 0;"));
+  EXPECT_TRUE(contains(ln, "constexpr int kCacheFloats = 20000;"));
+  EXPECT_TRUE(contains(ln, "constexpr int kBlockSize = 1024;"));
   EXPECT_TRUE(contains(ln, "fusegen_gelu(x0)"));
+  EXPECT_EQ(launch_of(code, "n_ln_weight").shared_bytes, 80000);
 }
 
 TEST(CodegenReduce, SymbolicRowLengthUsesDeviceDims) {

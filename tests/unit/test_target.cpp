@@ -26,8 +26,15 @@ TEST(Target, FeaturesByArch) {
   EXPECT_FALSE(b200.value().wgmma);
   EXPECT_TRUE(b200.value().clusters);
   EXPECT_EQ(b200.value().compile_arch(), "sm_100");
+  // What a block may opt into: 163 KiB, 227 KiB (sm_90 and sm_100), 99 KiB
+  // on the workstation parts.
+  EXPECT_EQ(a100.value().max_shared_bytes_per_block, 166912);
+  EXPECT_EQ(h100.value().max_shared_bytes_per_block, 232448);
+  EXPECT_EQ(b200.value().max_shared_bytes_per_block, 232448);
+  EXPECT_EQ(target_for_arch(89).value().max_shared_bytes_per_block, 101376);
   // An arch between generations takes the one below.
   EXPECT_EQ(target_for_arch(87).value().sm_count, 84);
+  EXPECT_EQ(target_for_arch(87).value().max_shared_bytes_per_block, 101376);
   EXPECT_EQ(target_for_arch(75).error(), "sm_75 is not supported (fusegen targets sm_80 and newer)");
 }
 

@@ -13,6 +13,10 @@ namespace fusegen {
 struct Target {
   int arch = 90;    // compute capability XY (sm_XY)
   int sm_count = 0; // streaming multiprocessors: how many blocks keep the GPU busy
+  // Shared memory one block may use, static and dynamic together, with the
+  // opt-in attribute (the launchers set it above 48 KiB): what bounds a
+  // kernel's shared-memory cache.
+  int max_shared_bytes_per_block = 0;
   // Warpgroup MMA (wgmma) with its a-features: compute capability 9.0 only
   // (sm_90a); later generations have other tensor-core instructions.
   bool wgmma = false;
@@ -32,8 +36,10 @@ struct Target {
 };
 
 // The target of compute capability `arch` (XY), with the SM count of that
-// generation's datacenter part (A100 108, H100 SXM 132, B200 148); an error
-// below 8.0, which fusegen does not support.
+// generation's datacenter part (A100 108, H100 SXM 132, B200 148) and its
+// per-block shared memory (163 KiB on 8.0, 227 KiB on 9.0 and 10.0, 99 KiB
+// on the workstation parts); an error below 8.0, which fusegen does not
+// support.
 Result<Target> target_for_arch(int arch);
 
 } // namespace fusegen

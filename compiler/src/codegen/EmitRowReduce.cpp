@@ -6,7 +6,8 @@
 // The input is cut into contiguous segments: one per output element of a
 // reduction, one per normalized row (group_norm: per (sample, group)). Short
 // segments go to warp slices (several per block), long ones to a whole block;
-// normalized segments are cached in shared memory between passes when they fit.
+// normalized segments are cached in shared memory between passes when they
+// fit (a block-wide one up to the target's per-block limit).
 // See docs/kernels-reduce.md.
 #include "codegen/Emitters.h"
 #include "codegen/HookBody.h"
@@ -28,7 +29,13 @@ constexpr int kBlock = 256;              // threads per block
 constexpr int kLongRowBlock = 512;       // for segments of kLongRow elements or more
 constexpr int64_t kLongRow = 32768;
 constexpr int64_t kWarpSliceMax = 1024;  // segments up to this long go to warp slices
-constexpr int64_t kCacheBytes = 64 * 1024; // shared-memory row cache per block (above 48 KiB: opt-in)
+constexpr int64_t kCacheBytes = 64 * 1024; // row cache of a block of several teams (above 48 KiB: opt-in)
+// A block-wide segment is cached up to what the target lets a block opt
+// into, less this much for the template's static scratch (kWarps RowAccs).
+constexpr int64_t kStaticSharedBytes = 1024;
+// Threads of a block caching more than kCacheBytes: at most one or two such
+// blocks fit an SM, so each needs many loads in flight (docs/kernels-reduce.md).
+constexpr int kCachedRowBlock = 1024;
 constexpr int64_t kMaxBlocks = 65536;      // grid-stride beyond this
 
 // ---- what the kernel computes ----
@@ -101,22 +108,36 @@ void describe_segments(const EmitContext& ctx, RowShape& row) {
   }
 }
 
+// Bytes of cache a block of one team may take on the target.
+int64_t block_cache_bytes(const Target& target) {
+  return std::max<int64_t>(kCacheBytes, target.max_shared_bytes_per_block - kStaticSharedBytes);
+}
+
 // Threads per segment, block size, segments per grid-stride item, cache.
+// Normalized segments of constant length are cached when they fit: teams of
+// warp slices share kCacheBytes, a block-wide team takes up to the target's
+// limit, so a long row is read from global memory once.
 void choose_launch(const EmitContext& ctx, RowShape& row) {
-  bool wide = !row.length_value || *row.length_value > kWarpSliceMax;
+  const bool normalizes = !is_reduction(*row.anchor);
+  const bool wide = !row.length_value || *row.length_value > kWarpSliceMax;
+  const bool fits = normalizes && row.length_value && *row.length_value > 0;
   if (wide) {
     row.block = !row.length_value || *row.length_value >= kLongRow ? kLongRowBlock : kBlock;
     row.team = row.block;
+    if (fits && *row.length_value * 4 <= block_cache_bytes(ctx.target())) {
+      row.cache_floats = *row.length_value;
+      if (*row.length_value * 4 > kCacheBytes)
+        row.block = row.team = kCachedRowBlock;
+    }
   } else {
     row.team = next_power_of_two(*row.length_value, 32);
     // With a final reduction a block handles one row: just enough teams for its segments.
     row.block = row.final_op ? std::clamp(row.team * next_power_of_two(row.groups, kBlock), 32, kBlock) : kBlock;
+    if (fits && row.block / row.team * *row.length_value * 4 <= kCacheBytes)
+      row.cache_floats = *row.length_value;
   }
   int teams = row.block / row.team;
   row.segments_per_item = row.final_op ? static_cast<int>(row.groups) : teams;
-  bool normalizes = !is_reduction(*row.anchor);
-  if (normalizes && row.length_value && *row.length_value > 0 && teams * *row.length_value * 4 <= kCacheBytes)
-    row.cache_floats = *row.length_value;
 
   // Rows of the input (group_norm: samples), each of `groups` segments.
   SizeExpr rows = ctx.size(row.input, 0, row.first_reduced);

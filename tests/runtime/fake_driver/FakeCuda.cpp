@@ -22,7 +22,11 @@ FakeContext g_primary;
 thread_local std::vector<CUcontext> t_stack;
 struct FakeFunction {
   std::string name;
+  int max_dynamic_shared = 48 * 1024; // raised by the opt-in attribute, as the driver's
 };
+
+// The device's opt-in limit, as an A100's (8.0) or an H100's (9.0).
+int shared_optin() { return g_state.compute_major >= 9 ? 232448 : 166912; }
 struct FakeEvent {
   double at_ms = -1; // the clock when recorded; -1 before
   CUcontext context = nullptr; // current when it was made: records must be made there
@@ -156,7 +160,9 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, 
   switch (attribute) {
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = g_state.compute_major; break;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 232448; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+    *value = shared_optin();
+    break;
   default: *value = 0; break;
   }
   return CUDA_SUCCESS;
@@ -409,8 +415,13 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, cons
   *function = reinterpret_cast<CUfunction>(loaded->functions.back().get());
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute, int value) {
   FAKE_ENTER("cuFuncSetAttribute");
+  if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    if (value < 0 || value > shared_optin())
+      return CUDA_ERROR_INVALID_VALUE;
+    reinterpret_cast<FakeFunction*>(function)->max_dynamic_shared = value;
+  }
   return CUDA_SUCCESS;
 }
 } // extern "C"
@@ -423,6 +434,9 @@ CUresult launch_kernel(CUfunction function, unsigned gx, unsigned gy, unsigned g
                        unsigned bz, unsigned shared, CUstream stream, void** params, bool programmatic) {
   if (t_stack.empty())
     return CUDA_ERROR_INVALID_CONTEXT;
+  // Above 48 KiB of dynamic shared memory the kernel must have opted in.
+  if (static_cast<int>(shared) > reinterpret_cast<FakeFunction*>(function)->max_dynamic_shared)
+    return CUDA_ERROR_INVALID_VALUE;
   fakecuda::Launch launch;
   launch.programmatic = programmatic;
   launch.kernel = reinterpret_cast<FakeFunction*>(function)->name;

@@ -3,7 +3,9 @@
 // stack, modules must look like a cubin or PTX and contain the kernel names
 // asked for, `fusegen_fill` launches are carried out, other launches are
 // recorded (their kernels cannot run) and take simulated time that events
-// measure. Tests load it before the runtime
+// measure; a launch with more than 48 KiB of dynamic shared memory fails
+// unless the kernel opted in (cuFuncSetAttribute, up to the device's
+// limit: 163 KiB on 8.0, 227 KiB on 9.0). Tests load it before the runtime
 // opens "libcuda.so.1", which then resolves to it.
 #pragma once
 

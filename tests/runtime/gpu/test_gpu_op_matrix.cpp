@@ -3,8 +3,9 @@
 // spirit): pointwise ops on their own (elementwise kernel) and in a GEMM
 // epilogue; reductions and normalizations over trailing dims (row-reduce
 // kernel) and leading dims (generic reduction); norms fused into GEMM
-// epilogues; pools of every rank; contractions, convolutions of every rank
-// and transposed ones. Sizes are 1, 3, 127 and others that are no
+// epilogues; long rows, cached in shared memory or not, with special
+// values; pools of every rank; contractions, convolutions of every rank and
+// transposed ones. Sizes are 1, 3, 127 and others that are no
 // multiple of any tile, so partial tiles and bounds checks run. Strict
 // precision (1e-4). Skips without a GPU.
 #include "support/GpuSupport.h"
@@ -206,6 +207,35 @@ void normalization_cases(std::vector<MatrixCase>& out) {
                  {1, 3}});
 }
 
+// Rows up to the longest: warp slices (1000), block-wide and cached with 256
+// threads (16000) or 1024 (40000: 156 KiB, cached on sm_80 and sm_90),
+// reloaded beyond the cache (70000); softmax's statistics in one pass.
+// Special values as torch: -inf entries, rows all -inf, NaN or +inf.
+void long_row_cases(std::vector<MatrixCase>& out) {
+  for (int length : {40000, 70000}) {
+    std::string l = std::to_string(length), half = std::to_string(length / 2);
+    out.push_back({"long_rows_" + l,
+                   "fusion f {\n  input x : f32[N, " + l + "]\n  input z : f32[N, 4, " + half + "]\n  param w : f32[" +
+                       l + "]\n  param b : f32[" + l + "]\n  output y0 = softmax(x, dim=1)\n" +
+                       "  output y1 = log_softmax(x, dim=1)\n  output y2 = layer_norm(x, " + l +
+                       ", weight=w, bias=b)\n  output y3 = logsumexp(x, dim=1)\n  output y4 = sum(x, dim=1)\n" +
+                       "  output y5 = amin(group_norm(z, 2), dim=(1, 2))\n}\n",
+                   {1, 3, 8}});
+  }
+  // Constants exact in float and double, so both sides see the same zeros.
+  for (int length : {1000, 16000, 40000, 70000}) {
+    std::string l = std::to_string(length);
+    out.push_back({"long_rows_special_values_" + l,
+                   "fusion f {\n  input x : f32[N, " + l + "]\n  input c : f32[N, 1]\n" +
+                       "  a = log(relu(x - 0.25)) + log(relu(c - 0.25))\n  n = x + log(c - 0.5)\n" +
+                       "  p = x - log(relu(c - 0.75))\n  output y0 = softmax(a, dim=1)\n" +
+                       "  output y1 = log_softmax(a, dim=1)\n  output y2 = log_softmax(n, dim=1)\n" +
+                       "  output y3 = softmax(p, dim=1)\n  output y4 = logsumexp(a, dim=1)\n" +
+                       "  output y5 = logsumexp(p, dim=1)\n}\n",
+                   {16}});
+  }
+}
+
 // Convolutions of every rank, forward and transposed, at edge shapes: odd
 // sizes, stride above the kernel (transposed phases without taps), dilation,
 // groups, output_padding, "same" padding with an even kernel; fused
@@ -291,6 +321,7 @@ std::vector<MatrixCase> cases() {
   convolution_cases(out);
   reduction_cases(out);
   normalization_cases(out);
+  long_row_cases(out);
   window_cases(out);
   return out;
 }
