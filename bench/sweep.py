@@ -796,6 +796,8 @@ def main(argv=None):
     flush = torch.empty(bc.L2_FLUSH_BYTES // 4, dtype=torch.float32, device=DEVICE)
     programs = Programs()
     rows = []
+    os.makedirs(args.out_dir, exist_ok=True)
+    base = os.path.join(args.out_dir, bc.slug(info["gpu"]) + "-sweep" + ("-quick" if args.quick else ""))
     with torch.no_grad():
         for point in points:
             row = new_row(point)
@@ -808,9 +810,9 @@ def main(argv=None):
                 traceback.print_exc()
             rows.append(row)
             torch.cuda.empty_cache()
+            # After every point, so that a run cut short still leaves its table.
+            write_outputs(base, info, rows, args, time.perf_counter() - begin)
     seconds = time.perf_counter() - begin
-    os.makedirs(args.out_dir, exist_ok=True)
-    base = os.path.join(args.out_dir, bc.slug(info["gpu"]) + "-sweep" + ("-quick" if args.quick else ""))
     text = write_outputs(base, info, rows, args, seconds)
     print("\n" + text)
     log("wrote %s.md, .json and .svg" % base)

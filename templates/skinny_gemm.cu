@@ -26,8 +26,8 @@
 // order, and epilogue() runs once per output element. Every sum is in a fixed
 // order: results are deterministic for a given launch.
 //
-// Grid: x over blocks of columns, y over tiles of kRows rows, z over batches;
-// each loops with the grid's stride, so any extent fits.
+// Grid: x over (block of columns, tile of kRows rows) pairs, z over
+// batches; each loops with the grid's stride, so any extent fits.
 //
 // Hook contract (checked by fusegen-template-tool against hooks/SkinnyGemmHooks.h):
 //   "warps"         constexpr int kWarps       warps per block splitting K: 1, 2, 4 or 8
@@ -204,12 +204,17 @@ __device__ __forceinline__ void skinny_gemm_main(const FusegenArgs& args) {
   const long long rows = gemm_rows(args), cols = gemm_cols(args), depth = gemm_depth(args);
   const long long batches = gemm_batches(args);
   const long long row_tiles = (rows + kRows - 1) / kRows, col_blocks = (cols + kBlockCols - 1) / kBlockCols;
+  // Items are (block of columns, tile of rows) with the tile fastest, so the
+  // tiles of one block of columns run side by side and read its B from L2
+  // after the first has brought it in.
+  const long long items = row_tiles * col_blocks;
   for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z) {
     const long long a_base = a_offset(args, batch), b_base = b_offset(args, batch);
-    for (long long tile = blockIdx.y; tile < row_tiles; tile += gridDim.y) {
-      const long long m0 = tile * kRows;
-      const int tile_rows = rows - m0 < kRows ? static_cast<int>(rows - m0) : kRows;
-      for (long long block = blockIdx.x; block < col_blocks; block += gridDim.x) {
+    for (long long item = blockIdx.x; item < items; item += gridDim.x) {
+      const long long tile = item % row_tiles, block = item / row_tiles;
+      {
+        const long long m0 = tile * kRows;
+        const int tile_rows = rows - m0 < kRows ? static_cast<int>(rows - m0) : kRows;
         const long long n0 = block * kBlockCols;
         const long long cols_left = cols - n0;
         float acc[kRows][kLaneCols] = {};

@@ -317,7 +317,8 @@ TEST(CodegenGemm, LaunchGeometry) {
   // along x where k has enough slices (two per block at least).
   EXPECT_EQ(grid(0), (G{2, 3, 1})) << "lin_nobias: 48 columns, 130 rows, 4 slices of 32: split by 2";
   EXPECT_EQ(block("lin_nobias_k0"), "64x64") << "2 blocks of 128x64 < 3 of 64x64";
-  EXPECT_EQ(grid(1, 32), (G{32, 1, 1})) << "lin3d: 15 rows, the skinny template: a column per block, one warp";
+  EXPECT_EQ(grid(1, 32), (G{64, 1, 1})) << "lin3d: 15 rows, the skinny template: 2 tiles of 8 rows, a column "
+                                           "per block, one warp";
   EXPECT_EQ(launch_of(code, 1, 0).template_file, "skinny_gemm.cu");
   EXPECT_EQ(grid(3), (G{1, 1, 9})) << "bmm: 3 * 3 batches";
   EXPECT_EQ(block("bmm_k0"), "64x64");
@@ -662,8 +663,8 @@ TEST(CodegenGemm, VariantsCompile) {
   FUSEGEN_SKIP_WITHOUT_NVRTC();
   for (Precision precision : {Precision::Strict, Precision::TF32})
     for (const DimBindings& dims : {DimBindings{}, DimBindings{{"N", 64}}}) {
-      std::string what = std::string("variants_") + (precision == Precision::TF32 ? "tf32" : "strict") +
-                         (dims.empty() ? "" : "_dims");
+      std::string what =
+          std::string("variants_") + (precision == Precision::TF32 ? "tf32" : "strict") + (dims.empty() ? "" : "_dims");
       expect_gemm_compiles(plans_of(kVariants, dims), precision, what, dims.empty());
     }
 }
@@ -1140,7 +1141,8 @@ fusion mv_gn {
   input v : f32[40]
   output y = group_norm(matmul(a, v), num_groups=4)
 }
-)", {});
+)",
+                                     {});
   ASSERT_EQ(plans[0].kernels.size(), 2u);
   EXPECT_EQ(plans[0].kernels[1].kind, KernelKind::RowReduce);
   generate(plans);
@@ -1153,7 +1155,8 @@ fusion conv_gn_straddle {
   param w : f32[12, 2, 3, 3]
   output y = group_norm(conv2d(x, w, groups=2), num_groups=3)
 }
-)", {});
+)",
+                                     {});
   ASSERT_EQ(plans[0].kernels.size(), 2u);
   EXPECT_EQ(plans[0].kernels[0].stats_out, kNoId);
   EXPECT_EQ(plans[0].kernels[1].kind, KernelKind::RowReduce);

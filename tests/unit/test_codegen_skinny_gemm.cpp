@@ -101,11 +101,14 @@ TEST(CodegenSkinnyGemm, ShapeFollowsTheProblem) {
   EXPECT_EQ(constant_of(along_n, "kBAlongK"), "false");
   EXPECT_EQ(constant_of(along_n, "kVector"), "1");
   EXPECT_EQ(launch_of(one, 2, 0).grid[0].value, std::optional<int64_t>(157));
-  // 16 rows: 2 columns per block keep 32 accumulators.
+  // 16 rows: two tiles of 8 (A's traffic per column of B stays low), 4
+  // columns per block keep 32 accumulators; a block's tiles are adjacent
+  // items of the grid: 11008 / 4 * 2 = 5504.
   GeneratedCode sixteen = generate(plans_of(kSkinny, {{"N", 16}}));
-  EXPECT_EQ(constant_of(kernel_text(sixteen, "ffn_k0"), "kRows"), "16");
-  EXPECT_EQ(constant_of(kernel_text(sixteen, "ffn_k0"), "kCols"), "2");
-  EXPECT_EQ(constant_of(kernel_text(sixteen, "along_n_k0"), "kWarps"), "4") << "partial sums fit 32 KiB";
+  EXPECT_EQ(constant_of(kernel_text(sixteen, "ffn_k0"), "kRows"), "8");
+  EXPECT_EQ(constant_of(kernel_text(sixteen, "ffn_k0"), "kCols"), "4");
+  EXPECT_EQ(launch_of(sixteen, 0, 0).grid[0].value, std::optional<int64_t>(5504));
+  EXPECT_EQ(constant_of(kernel_text(sixteen, "along_n_k0"), "kWarps"), "8") << "partial sums: 32 KiB";
 }
 
 TEST(CodegenSkinnyGemm, KernelsCompile) {

@@ -25,18 +25,15 @@
 namespace fusegen::codegen {
 namespace {
 
-constexpr int kBlock = 256;              // threads per block
-constexpr int kLongRowBlock = 512;       // for segments of kLongRow elements or more
+constexpr int kBlock = 256;        // threads per block
+constexpr int kLongRowBlock = 512; // for segments of kLongRow elements or more
 constexpr int64_t kLongRow = 32768;
-constexpr int64_t kWarpSliceMax = 1024;  // segments up to this long go to warp slices
+constexpr int64_t kWarpSliceMax = 1024;    // segments up to this long go to warp slices
 constexpr int64_t kCacheBytes = 64 * 1024; // row cache of a block of several teams (above 48 KiB: opt-in)
 // A block-wide segment is cached up to what the target lets a block opt
 // into, less this much for the template's static scratch (kWarps RowAccs).
 constexpr int64_t kStaticSharedBytes = 1024;
-// Threads of a block caching more than kCacheBytes: at most one or two such
-// blocks fit an SM, so each needs many loads in flight (docs/kernels-reduce.md).
-constexpr int kCachedRowBlock = 1024;
-constexpr int64_t kMaxBlocks = 65536;      // grid-stride beyond this
+constexpr int64_t kMaxBlocks = 65536; // grid-stride beyond this
 
 // ---- what the kernel computes ----
 
@@ -60,7 +57,7 @@ struct RowShape {
   std::string segments;           // device: number of segments
   std::string length;             // device: elements per segment
   std::optional<int64_t> length_value;
-  SizeExpr items;                 // host: grid-stride items
+  SizeExpr items; // host: grid-stride items
   int block = kBlock;
   int team = kBlock;
   int segments_per_item = 1;
@@ -68,8 +65,8 @@ struct RowShape {
 };
 
 std::optional<int64_t> constant_product(const Shape& shape, size_t first, size_t last) {
-  return shape_numel(Shape(shape.begin() + static_cast<std::ptrdiff_t>(first),
-                           shape.begin() + static_cast<std::ptrdiff_t>(last)));
+  return shape_numel(
+      Shape(shape.begin() + static_cast<std::ptrdiff_t>(first), shape.begin() + static_cast<std::ptrdiff_t>(last)));
 }
 
 int next_power_of_two(int64_t value, int cap) {
@@ -110,7 +107,12 @@ void describe_segments(const EmitContext& ctx, RowShape& row) {
 
 // Bytes of cache a block of one team may take on the target.
 int64_t block_cache_bytes(const Target& target) {
-  return std::max<int64_t>(kCacheBytes, target.max_shared_bytes_per_block - kStaticSharedBytes);
+  // Half the opt-in limit, so that two blocks share an SM: one block per SM
+  // runs its passes one after another with nothing to overlap them, and was
+  // slower than reading the row twice (log_softmax [4096, 32000] on an H100:
+  // the whole row cached by 1024 threads 0.618 ms, reloaded from L2 0.558 ms;
+  // bench/NOTES.md v45).
+  return std::max<int64_t>(kCacheBytes, target.max_shared_bytes_per_block / 2 - kStaticSharedBytes);
 }
 
 // Threads per segment, block size, segments per grid-stride item, cache.
@@ -127,7 +129,7 @@ void choose_launch(const EmitContext& ctx, RowShape& row) {
     if (fits && *row.length_value * 4 <= block_cache_bytes(ctx.target())) {
       row.cache_floats = *row.length_value;
       if (*row.length_value * 4 > kCacheBytes)
-        row.block = row.team = kCachedRowBlock;
+        row.block = row.team = kLongRowBlock; // two blocks per SM: 1024 threads
     }
   } else {
     row.team = next_power_of_two(*row.length_value, 32);
@@ -227,9 +229,8 @@ Result<RowShape> analyze(const EmitContext& ctx) {
       return Error{"internal error: row_reduce kernel " + step.name +
                    " fuses something other than a reduction over the normalized rows"};
     row.final_op = &fusion.node(final_stage.op);
-    if (row.final_op->operands[0] != fusion.node(step.stages[0].pointwise.empty()
-                                                     ? step.stages[0].op
-                                                     : step.stages[0].pointwise.back()).result)
+    if (row.final_op->operands[0] !=
+        fusion.node(step.stages[0].pointwise.empty() ? step.stages[0].op : step.stages[0].pointwise.back()).result)
       return Error{"internal error: the fused reduction of " + step.name + " does not reduce the normalized rows"};
   }
   if (Status flow = check_dataflow(ctx); !flow)
@@ -394,13 +395,11 @@ Result<KernelSource> emit_row_reduce(const EmitContext& ctx) {
   source.hooks["num_segments"] = args_function_hook("long long", "num_segments", row.segments);
   source.hooks["segment_length"] = args_function_hook("long long", "segment_length", row.length);
   source.hooks["load"] = function_hook("float", "load", kLoadParams, load_body(ctx, row));
-  source.hooks["store_segment"] = function_hook("void", "store_segment",
-                                                "const FusegenArgs& args, long long segment, float value",
-                                                store_segment_body(ctx, row));
+  source.hooks["store_segment"] = function_hook(
+      "void", "store_segment", "const FusegenArgs& args, long long segment, float value", store_segment_body(ctx, row));
   source.hooks["store_element"] = function_hook("float", "store_element", kElementParams, element.value());
-  source.hooks["store_final"] = function_hook("void", "store_final",
-                                              "const FusegenArgs& args, long long item, float value",
-                                              store_final_body(ctx, row));
+  source.hooks["store_final"] = function_hook(
+      "void", "store_final", "const FusegenArgs& args, long long item, float value", store_final_body(ctx, row));
   source.hooks["entry"] = entry_hook(ctx, "kBlockSize", "row_reduce_main(args);");
   source.launch.grid = {grid_blocks(ctx, row.items), ctx.constant(1), ctx.constant(1)};
   source.launch.block = row.block;
