@@ -129,6 +129,11 @@ class SweepScript(unittest.TestCase):
         with open(base + ".json") as f:
             saved = json.load(f)
         self.assertEqual(len(saved["points"]), 3)
+        # --from-json writes the same report again from the saved run.
+        os.remove(base + ".md")
+        self.assertEqual(sweep.main(["--from-json", base + ".json"]), 0)
+        with open(base + ".md") as f:
+            self.assertEqual(f.read(), text)
         self.assertEqual(saved["ceilings"]["memory"]["value"], 2.96e12)
         root = ET.parse(base + ".svg").getroot()
         self.assertEqual(root.tag, SVG + "svg")
