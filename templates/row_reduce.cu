@@ -119,8 +119,7 @@ constexpr int kWarps = kBlockSize / 32;
 
 static_assert(kBlockSize > 0 && kBlockSize <= 1024 && kBlockSize % 32 == 0,
               "kBlockSize must be a multiple of 32 in [32, 1024]");
-static_assert(kTeamSize == kBlockSize ||
-                  (kTeamSize >= 1 && kTeamSize <= 32 && (kTeamSize & (kTeamSize - 1)) == 0),
+static_assert(kTeamSize == kBlockSize || (kTeamSize >= 1 && kTeamSize <= 32 && (kTeamSize & (kTeamSize - 1)) == 0),
               "kTeamSize must be a power of two up to 32, or kBlockSize");
 static_assert(kSegmentsPerItem >= 1 && kCacheFloats >= 0, "bad segments_per_item or cache_floats");
 static_assert(kAnchor >= kRowSum && kAnchor <= kRowLogSoftmax, "unknown anchor");
@@ -145,8 +144,7 @@ __device__ __forceinline__ float row_rescale(float scaled, float old_max, float 
   return scaled == 0.0f ? 0.0f : scaled * expf(row_shift(old_max) - row_shift(new_max));
 }
 
-template <int Op>
-__device__ __forceinline__ RowAcc row_identity() {
+template <int Op> __device__ __forceinline__ RowAcc row_identity() {
   if constexpr (Op == kRowMax || Op == kRowLogSumExp)
     return {-__int_as_float(0x7f800000), 0.0f};
   else if constexpr (Op == kRowMin)
@@ -155,8 +153,7 @@ __device__ __forceinline__ RowAcc row_identity() {
     return {0.0f, 0.0f};
 }
 
-template <int Op>
-__device__ __forceinline__ RowAcc row_add(RowAcc acc, float x) {
+template <int Op> __device__ __forceinline__ RowAcc row_add(RowAcc acc, float x) {
   if constexpr (Op == kRowMax) {
     acc.value = fusegen_maximum(acc.value, x);
   } else if constexpr (Op == kRowMin) {
@@ -172,8 +169,7 @@ __device__ __forceinline__ RowAcc row_add(RowAcc acc, float x) {
 }
 
 // Commutative (bit for bit), so both lanes of a butterfly get the same value.
-template <int Op>
-__device__ __forceinline__ RowAcc row_merge(RowAcc a, RowAcc b) {
+template <int Op> __device__ __forceinline__ RowAcc row_merge(RowAcc a, RowAcc b) {
   if constexpr (Op == kRowLogSumExp) {
     const float max = fusegen_maximum(a.value, b.value);
     return {max, row_rescale(a.scaled, a.value, max) + row_rescale(b.scaled, b.value, max)};
@@ -183,8 +179,7 @@ __device__ __forceinline__ RowAcc row_merge(RowAcc a, RowAcc b) {
 }
 
 // The op's result over `count` elements.
-template <int Op>
-__device__ __forceinline__ float row_result(RowAcc acc, long long count) {
+template <int Op> __device__ __forceinline__ float row_result(RowAcc acc, long long count) {
   if constexpr (Op == kRowMean)
     return acc.value / static_cast<float>(count); // 0/0 = NaN for an empty slice, as torch
   else if constexpr (Op == kRowMax || Op == kRowMin)
@@ -198,8 +193,7 @@ __device__ __forceinline__ float row_result(RowAcc acc, long long count) {
 // ---- team and block reductions (every participating thread gets the total) ----
 
 // Butterfly over `width` lanes of the calling warp named by `mask`.
-template <int Op>
-__device__ __forceinline__ RowAcc row_warp_reduce(RowAcc acc, unsigned int mask, int width) {
+template <int Op> __device__ __forceinline__ RowAcc row_warp_reduce(RowAcc acc, unsigned int mask, int width) {
   for (int offset = width / 2; offset > 0; offset /= 2) {
     RowAcc other;
     other.value = __shfl_xor_sync(mask, acc.value, offset, width);
@@ -211,8 +205,7 @@ __device__ __forceinline__ RowAcc row_warp_reduce(RowAcc acc, unsigned int mask,
 
 // Whole block: warps first, then every thread merges the warp totals in
 // warp order. `scratch` holds kWarps entries and is free again on return.
-template <int Op>
-__device__ __forceinline__ RowAcc row_block_reduce(RowAcc acc, RowAcc* scratch) {
+template <int Op> __device__ __forceinline__ RowAcc row_block_reduce(RowAcc acc, RowAcc* scratch) {
   acc = row_warp_reduce<Op>(acc, 0xffffffffu, 32);
   if (threadIdx.x % 32 == 0)
     scratch[threadIdx.x / 32] = acc;
@@ -234,8 +227,7 @@ __device__ __forceinline__ unsigned int row_team_mask() {
     return kTeamLanes << ((threadIdx.x % 32) / kTeamSize * kTeamSize);
 }
 
-template <int Op>
-__device__ __forceinline__ RowAcc row_team_reduce(RowAcc acc, RowAcc* scratch) {
+template <int Op> __device__ __forceinline__ RowAcc row_team_reduce(RowAcc acc, RowAcc* scratch) {
   if constexpr (kTeamSize <= 32)
     return row_warp_reduce<Op>(acc, row_team_mask(), kTeamSize);
   else
@@ -323,6 +315,59 @@ __device__ __forceinline__ void row_reduce_segment(const FusegenArgs& args, long
     store_segment(args, segment, row_result<kAnchor>(acc, length));
 }
 
+// Moments of an uncached segment in one pass: each chunk's own mean and
+// centered sum of squares (exact two-pass within the chunk), merged into the
+// running (count, mean, M2) triple by Chan et al.'s update, which, unlike a
+// sum of squares, does not cancel when the mean is large against the spread.
+__device__ __forceinline__ FusegenWelford row_moments_one_pass(const FusegenArgs& args, long long segment,
+                                                               long long length, int lane) {
+  FusegenWelford moments = {0.0f, 0.0f, 0.0f};
+  for (long long i0 = lane; i0 < length; i0 += kUnroll * kTeamSize) {
+    float x[kUnroll];
+    const int valid = row_fetch<false, false>(args, segment, length, i0, nullptr, x); // >= 1
+    float sum = 0.0f;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < valid)
+        sum += x[u];
+    const float count = static_cast<float>(valid), mean = sum / count;
+    float m2 = 0.0f;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < valid)
+        m2 = fmaf(x[u] - mean, x[u] - mean, m2);
+    moments = fusegen_welford_merge(moments, FusegenWelford{count, mean, m2});
+  }
+  return moments;
+}
+
+// The team's merged moments, in a fixed order (a shuffle-down tree to the
+// team's first lane, then the warps in order), the same in every thread.
+__device__ __forceinline__ FusegenWelford row_team_moments(FusegenWelford moments, FusegenWelford* scratch) {
+  constexpr int kWidth = kTeamSize < 32 ? kTeamSize : 32;
+  const unsigned int mask = row_team_mask();
+  for (int offset = kWidth / 2; offset > 0; offset /= 2) {
+    const FusegenWelford other = {__shfl_down_sync(mask, moments.count, offset, kWidth),
+                                  __shfl_down_sync(mask, moments.mean, offset, kWidth),
+                                  __shfl_down_sync(mask, moments.m2, offset, kWidth)};
+    moments = fusegen_welford_merge(moments, other); // lanes past the tree's root hold partial sums
+  }
+  moments = {__shfl_sync(mask, moments.count, 0, kWidth), __shfl_sync(mask, moments.mean, 0, kWidth),
+             __shfl_sync(mask, moments.m2, 0, kWidth)};
+  if constexpr (kTeamSize <= 32) {
+    return moments;
+  } else {
+    if (threadIdx.x % 32 == 0)
+      scratch[threadIdx.x / 32] = moments;
+    __syncthreads();
+    FusegenWelford total = scratch[0];
+    for (int w = 1; w < kWarps; ++w)
+      total = fusegen_welford_merge(total, scratch[w]);
+    __syncthreads();
+    return total;
+  }
+}
+
 // The centered sum of squares over the segment (moments' second pass).
 template <bool kCached>
 __device__ __forceinline__ float row_centered_squares(const FusegenArgs& args, long long segment, long long length,
@@ -381,8 +426,13 @@ __device__ __forceinline__ float row_scale(float statistic, long long length) {
 // first pass fills the team's cache and the later ones read it.
 template <bool kCached>
 __device__ __forceinline__ void row_normalize_segment(const FusegenArgs& args, long long segment, long long length,
-                                                      int lane, float* cache, RowAcc* scratch, RowAcc& final_acc) {
-  if constexpr (kAnchor == kRowMoments) {
+                                                      int lane, float* cache, RowAcc* scratch,
+                                                      FusegenWelford* moment_scratch, RowAcc& final_acc) {
+  if constexpr (kAnchor == kRowMoments && !kCached) {
+    // Reading an uncached row costs more than the arithmetic: one pass.
+    const FusegenWelford moments = row_team_moments(row_moments_one_pass(args, segment, length, lane), moment_scratch);
+    row_write<false>(args, segment, length, lane, cache, moments.mean, row_scale(moments.m2, length), final_acc);
+  } else if constexpr (kAnchor == kRowMoments) {
     const RowAcc sum =
         row_team_reduce<kRowSum>(row_fold<kRowSum, false, kCached>(args, segment, length, lane, cache), scratch);
     const float mean = sum.value / static_cast<float>(length);
@@ -401,6 +451,7 @@ __device__ __forceinline__ void row_normalize_segment(const FusegenArgs& args, l
 
 __device__ __forceinline__ void row_reduce_main(const FusegenArgs& args) {
   __shared__ RowAcc scratch[kWarps];
+  __shared__ FusegenWelford moment_scratch[kAnchor == kRowMoments ? kWarps : 1];
   extern __shared__ __align__(16) float fusegen_row_reduce_cache[];
   const int team = static_cast<int>(threadIdx.x) / kTeamSize;
   const int lane = static_cast<int>(threadIdx.x) % kTeamSize;
@@ -419,9 +470,9 @@ __device__ __forceinline__ void row_reduce_main(const FusegenArgs& args) {
       if constexpr (kAnchor < kRowMoments)
         row_reduce_segment(args, segment, length, lane, scratch);
       else if (kCacheFloats > 0 && length <= kCacheFloats)
-        row_normalize_segment<true>(args, segment, length, lane, cache, scratch, final_acc);
+        row_normalize_segment<true>(args, segment, length, lane, cache, scratch, moment_scratch, final_acc);
       else
-        row_normalize_segment<false>(args, segment, length, lane, cache, scratch, final_acc);
+        row_normalize_segment<false>(args, segment, length, lane, cache, scratch, moment_scratch, final_acc);
     }
     if constexpr (kFinalOp != kRowNone) {
       final_acc = row_block_reduce<kFinalFold>(final_acc, scratch);
@@ -433,7 +484,5 @@ __device__ __forceinline__ void row_reduce_main(const FusegenArgs& args) {
 
 extern "C" {
 FUSEGEN_HOOK("entry")
-__global__ void __launch_bounds__(kBlockSize) fusegen_row_reduce(const FusegenArgs args) {
-  row_reduce_main(args);
-}
+__global__ void __launch_bounds__(kBlockSize) fusegen_row_reduce(const FusegenArgs args) { row_reduce_main(args); }
 }
