@@ -54,6 +54,22 @@ def import_torch_and_fusegen():
 # Measuring
 
 
+def library_error(fusegen, tool):
+    """None when fusegen's library loads; else says why as `tool` and returns the exit status (1)."""
+    try:
+        fusegen.library_path()
+    except fusegen.Error as e:
+        log("%s: error: %s" % (tool, e))
+        return 1
+    return None
+
+
+def pytorch_in_fp32(torch):
+    """PyTorch in full fp32 (TF32 off), as fusegen strict."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
 def time_gpu(fn, runs, warmup, flush, max_seconds):
     """(median ms, runs) of fn() with CUDA events on the current stream, L2 flushed before each run.
 

@@ -48,8 +48,8 @@ import traceback
 
 import bench_common  # beside this file (helpers shared with bench/sweep.py); the standard library only
 import launch_floor  # beside this file; the standard library only
-from bench_common import (L2_FLUSH_BYTES, TOLERANCE, Chain, check_precision, err, log, ms, one_line, slug,
-                          time_gpu)
+from bench_common import (L2_FLUSH_BYTES, TOLERANCE, Chain, check_precision, err, library_error, log, ms, one_line,
+                          pytorch_in_fp32, slug, time_gpu)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -422,15 +422,11 @@ def main():
     if why_not:
         log("kernelbench: skipped: %s (this harness needs PyTorch with a CUDA GPU)" % why_not)
         return 0
-    try:
-        fusegen.library_path()
-    except fusegen.Error as e:
-        log("kernelbench: error: %s" % e)
+    if library_error(fusegen, "kernelbench"):
         return 1
     import kernelbench_models as km
 
-    torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch in full fp32, as fusegen strict
-    torch.backends.cudnn.allow_tf32 = False
+    pytorch_in_fp32(torch)
     begin = time.perf_counter()
     info = environment(args)
     log("fusegen %s (%s) on %s, driver %s; torch %s, CUDA %s, triton %s" % (

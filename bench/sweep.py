@@ -587,13 +587,9 @@ def main(argv=None):
     if why_not:
         log("sweep: skipped: %s (this benchmark needs PyTorch with a CUDA GPU)" % why_not)
         return 0
-    try:
-        fusegen.library_path()
-    except fusegen.Error as e:
-        log("sweep: error: %s" % e)
+    if bc.library_error(fusegen, "sweep"):
         return 1
-    torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch in full fp32, as fusegen strict
-    torch.backends.cudnn.allow_tf32 = False
+    bc.pytorch_in_fp32(torch)
     begin = time.perf_counter()
     info = bc.environment(args.commit)
     log("fusegen %s (%s) on %s, driver %s; torch %s, CUDA %s, triton %s; %d points" % (

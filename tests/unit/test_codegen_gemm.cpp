@@ -14,7 +14,7 @@
 #include "fusegen/Frontend.h"
 #include "fusegen/Planner.h"
 #include "fusegen/Specialize.h"
-#include "support/GemmTesting.h"
+#include "support/CodegenTesting.h"
 #include "support/Nvrtc.h"
 
 #include <gtest/gtest.h>

@@ -12,6 +12,7 @@
 #include "fusegen/Frontend.h"
 #include "fusegen/Planner.h"
 #include "fusegen/Specialize.h"
+#include "support/CodegenTesting.h"
 #include "support/Nvrtc.h"
 
 #include <gtest/gtest.h>
@@ -29,33 +30,11 @@
 namespace fusegen {
 namespace {
 
-// Plans of every fusion of a spec; each specialized with the bindings of its
-// own symbols when `dims` is not empty.
-std::vector<Plan> plans_of(const std::string& text, const DimBindings& dims = {}) {
-  SourceManager sources;
-  uint32_t file = sources.add_buffer("test.fg", text);
-  Diagnostics diags;
-  std::optional<Module> module = compile_spec(sources, file, diags);
-  EXPECT_TRUE(module) << diags.render(sources);
-  if (!module)
-    return {};
-  std::vector<Plan> plans;
-  for (const Fusion& fusion : module->fusions) {
-    if (dims.empty()) {
-      plans.push_back(plan_fusion(fusion));
-      continue;
-    }
-    DimBindings own;
-    for (const std::string& symbol : fusion.symbols())
-      if (dims.count(symbol))
-        own[symbol] = dims.at(symbol);
-    std::optional<Fusion> concrete = specialize(fusion, own, diags);
-    EXPECT_TRUE(concrete) << diags.render(sources);
-    if (concrete)
-      plans.push_back(plan_fusion(*concrete));
-  }
-  return plans;
-}
+// Shared with the other code generation tests (support/CodegenTesting.h).
+using testing::contains;
+using testing::kernel_text;
+using testing::kinds_of;
+using testing::plans_of;
 
 Plan plan_of(const std::string& text, const DimBindings& dims = {}) {
   std::vector<Plan> plans = plans_of(text, dims);
@@ -77,8 +56,6 @@ std::string generate_error(const Plan& plan) {
   Result<GeneratedCode> code = generate_cuda({plan}, CodegenOptions{});
   return code ? std::string("(no error)") : code.error();
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 void expect_compiles(const GeneratedCode& code, const std::string& what) {
   if (!testing::have_nvrtc())
@@ -116,17 +93,6 @@ void expect_nvcc_clean(const GeneratedCode& code, const std::string& what) {
 #endif
 }
 
-// The text of one kernel's template instance.
-std::string kernel_text(const GeneratedCode& code, const std::string& kernel) {
-  std::string open = "namespace fusegen_" + kernel + "_impl {";
-  std::string close = "} // namespace fusegen_" + kernel + "_impl";
-  size_t begin = code.source.find(open), end = code.source.find(close);
-  EXPECT_NE(begin, std::string::npos) << kernel;
-  if (begin == std::string::npos || end == std::string::npos)
-    return "";
-  return code.source.substr(begin, end - begin);
-}
-
 // The launch of a fusion's only kernel (`fusion` a C string: see op_named).
 const KernelLaunch& launch_of(const GeneratedCode& code, const char* fusion) {
   auto it = std::find_if(code.fusions.begin(), code.fusions.end(),
@@ -142,13 +108,6 @@ void expect_hooks_filled(const std::string& source) {
   EXPECT_FALSE(contains(source, "FUSEGEN_HOOK(\"")) << "hook annotation left";
   EXPECT_FALSE(contains(source, "return args.buf[0][segment * args.dim[1] + i];")) << "default row load left";
   EXPECT_FALSE(contains(source, "// reduces dim 0 of [length, rows]")) << "default generic load left";
-}
-
-std::vector<KernelKind> kinds_of(const Plan& plan) {
-  std::vector<KernelKind> kinds;
-  for (const KernelStep& step : plan.kernels)
-    kinds.push_back(step.kind);
-  return kinds;
 }
 
 // ---- row reductions ----
@@ -579,8 +538,8 @@ TEST(CodegenReduce, GenericEveryOp) {
     GeneratedCode code = generate(plans);
     expect_hooks_filled(code.source);
     expect_compiles(code, dims.empty() ? "generic" : "generic_dims");
-    const char* anchors[] = {"kGenSum", "kGenMean", "kGenMin", "kGenMax", "kGenMax", "kGenLogSumExp", "kGenSoftmax",
-                             "kGenLogSoftmax"};
+    const char* anchors[] = {"kGenSum", "kGenMean",      "kGenMin",     "kGenMax",
+                             "kGenMax", "kGenLogSumExp", "kGenSoftmax", "kGenLogSoftmax"};
     for (size_t f = 0; f < plans.size(); ++f)
       EXPECT_TRUE(contains(kernel_text(code, plans[f].fusion.name + "_k0"),
                            std::string("constexpr int kAnchor = ") + anchors[f] + ";"))
@@ -596,8 +555,8 @@ TEST(CodegenReduce, GenericEveryOp) {
 
 TEST(CodegenReduce, GenericIndexMathAndGrid) {
   FUSEGEN_SKIP_WITHOUT_NVRTC();
-  std::vector<Plan> plans = plans_of(kGeneric, {{"N", 3}, {"C", 12}, {"H", 9}, {"W", 7}, {"A", 5}, {"B", 6},
-                                                {"L", 513}});
+  std::vector<Plan> plans =
+      plans_of(kGeneric, {{"N", 3}, {"C", 12}, {"H", 9}, {"W", 7}, {"A", 5}, {"B", 6}, {"L", 513}});
   GeneratedCode code = generate(plans);
   // min over dim 1 of [3, 12, 9, 7]: rows are (n, h, w), consecutive threads consecutive w.
   std::string text = kernel_text(code, "g_min1_k0");
@@ -616,8 +575,7 @@ TEST(CodegenReduce, GenericRefusesRowNormalizations) {
   std::vector<Plan> plans = plans_of(kRowNormalizations);
   Plan plan = plans.at(0); // layer_norm
   plan.kernels[0].kind = KernelKind::GenericReduce;
-  EXPECT_TRUE(contains(generate_error(plan), "generic_reduce: layer_norm is not supported"))
-      << generate_error(plan);
+  EXPECT_TRUE(contains(generate_error(plan), "generic_reduce: layer_norm is not supported")) << generate_error(plan);
 }
 
 TEST(CodegenReduce, RowReduceRefusesNonTrailingDims) {

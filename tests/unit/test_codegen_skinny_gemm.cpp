@@ -5,7 +5,7 @@
 // warps splitting K, B along k or along n), its launch geometry, and that the
 // generated kernels compile with NVRTC for sm_80 and sm_90 and with nvcc
 // without register spills. The GPU op matrix runs them against the reference.
-#include "support/GemmTesting.h"
+#include "support/CodegenTesting.h"
 #include "support/Nvrtc.h"
 
 #include <gtest/gtest.h>

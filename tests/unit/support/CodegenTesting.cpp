@@ -1,5 +1,5 @@
-// Helpers of the GEMM code generation tests: see GemmTesting.h.
-#include "support/GemmTesting.h"
+// Helpers of the code generation tests: see CodegenTesting.h.
+#include "support/CodegenTesting.h"
 
 #include "fusegen/Frontend.h"
 #include "support/Nvrtc.h"

@@ -1,6 +1,7 @@
-// Helpers of the GEMM code generation tests (test_codegen_gemm.cpp,
-// test_codegen_skinny_gemm.cpp): plans of a spec, generated code, a kernel's
-// text and hook constants, and compiling the GEMM kernels with NVRTC and nvcc.
+// Helpers of the code generation tests (test_codegen_gemm.cpp,
+// test_codegen_skinny_gemm.cpp, test_codegen_reduce.cpp): plans of a spec,
+// generated code, a kernel's text and hook constants, and compiling the GEMM
+// kernels with NVRTC and nvcc.
 #pragma once
 
 #include "fusegen/Codegen.h"
