@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import time
+import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -52,6 +53,16 @@ def import_torch_and_fusegen():
 
 # ---------------------------------------------------------------------------
 # Measuring
+
+
+def run_recorded(row, run):
+    """Calls run(); an exception becomes one line in row["errors"] (a FAIL row) and the run goes on."""
+    try:
+        run()
+    except Exception as e:  # noqa: BLE001 - recorded as FAIL, the run goes on
+        row["errors"].append(one_line(e))
+        log("  FAIL: %s" % one_line(e))
+        traceback.print_exc()
 
 
 def library_error(fusegen, tool):

@@ -44,12 +44,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 import bench_common  # beside this file (helpers shared with bench/sweep.py); the standard library only
 import launch_floor  # beside this file; the standard library only
 from bench_common import (L2_FLUSH_BYTES, TOLERANCE, Chain, check_precision, err, library_error, log, ms, one_line,
-                          pytorch_in_fp32, slug, time_gpu)
+                          pytorch_in_fp32, run_recorded, slug, time_gpu)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -452,12 +451,7 @@ def main():
                     continue
                 row = new_row(shapes, key, chain.name)
                 log("== %s %s (%.0f s so far)" % (shapes, row["name"], time.perf_counter() - begin))
-                try:
-                    run_chain(args, chain, flush, cache_dir, row)
-                except Exception as e:  # noqa: BLE001 - recorded as FAIL, the run goes on
-                    row["errors"].append(one_line(e))
-                    log("  FAIL: %s" % one_line(e))
-                    traceback.print_exc()
+                run_recorded(row, lambda: run_chain(args, chain, flush, cache_dir, row))
                 rows.append(row)
                 torch.cuda.empty_cache()
     seconds = time.perf_counter() - begin

@@ -69,14 +69,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 if BENCH not in sys.path:
     sys.path.insert(0, BENCH)
 import bench_common as bc  # noqa: E402 - beside this file; the standard library only
 from bench_common import log, ms, one_line  # noqa: E402
-from sweep_report import (CEILINGS, FAMILIES, RATE_OF, SYSTEM_LABELS, SYSTEMS, roofline, svg_chart,  # noqa: E402,F401
+from sweep_report import (FAMILIES, SYSTEM_LABELS, SYSTEMS, roofline, svg_chart,  # noqa: E402,F401
                           verdict, write_outputs)
 
 ROOT = bc.ROOT
@@ -604,12 +603,7 @@ def main(argv=None):
         for point in points:
             row = new_row(point)
             log("== %s %s (%.0f s so far)" % (point.family, point.label, time.perf_counter() - begin))
-            try:
-                run_point(args, point, flush, programs, row)
-            except Exception as e:  # noqa: BLE001 - recorded as FAIL, the run goes on
-                row["errors"].append(one_line(e))
-                log("  FAIL: %s" % one_line(e))
-                traceback.print_exc()
+            bc.run_recorded(row, lambda: run_point(args, point, flush, programs, row))
             rows.append(row)
             torch.cuda.empty_cache()
             # After every point, so that a run cut short still leaves its table.
