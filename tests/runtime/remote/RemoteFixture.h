@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -93,6 +94,23 @@ protected:
         names.push_back(line);
     std::sort(names.begin(), names.end());
     return names;
+  }
+  // The N=32 kernel published, then its entry deleted and its key leased to
+  // `holder` for `lease_ms`: as a process that claimed the key and is still
+  // (or was, until it died) compiling it. The key's hash, or nullopt.
+  std::optional<std::string> entry_leased_to(const std::string& holder, int lease_ms) {
+    TempDir publisher;
+    EXPECT_EQ(warmup(publisher.path(), "N=32").exit_code, 0);
+    std::vector<std::string> names = entry_names();
+    EXPECT_EQ(names.size(), 1u);
+    if (names.size() != 1)
+      return std::nullopt;
+    std::string hash = names[0].substr(runtime::kRemoteEntryPrefix.size());
+    EXPECT_EQ(server_->cli("DEL " + names[0]), "1\n");
+    EXPECT_EQ(server_->cli("SET " + std::string(runtime::kRemoteLockPrefix) + hash + " " + holder + " PX " +
+                           std::to_string(lease_ms)),
+              "OK\n");
+    return hash;
   }
   std::string get(const std::string& name) {
     auto connection = store();

@@ -143,14 +143,11 @@ TEST_F(RemoteCache, ThirtyTwoProcessesMissingEightKeysCompileEightTimes) {
 
 // A holder that died leaves its lease; it expires and a waiter compiles.
 TEST_F(RemoteCache, CrashedHoldersLeaseExpiresAndAWaiterCompiles) {
-  TempDir first, second;
-  ASSERT_EQ(warmup(first.path(), "N=32").exit_code, 0);
-  std::vector<std::string> names = entry_names();
-  ASSERT_EQ(names.size(), 1u);
-  const std::string hash = names[0].substr(runtime::kRemoteEntryPrefix.size());
+  TempDir second;
   // As if a process had claimed the key and died compiling it.
-  EXPECT_EQ(server_->cli("DEL " + names[0]), "1\n");
-  EXPECT_EQ(server_->cli("SET " + std::string(runtime::kRemoteLockPrefix) + hash + " dead-holder PX 1500"), "OK\n");
+  const std::optional<std::string> leased = entry_leased_to("dead-holder", 1500);
+  ASSERT_TRUE(leased);
+  const std::string& hash = *leased;
   const Clock::time_point start = Clock::now();
   CommandResult b = warmup(second.path(), "N=32", "FUSEGEN_REMOTE_CACHE_WAIT_MS=30000");
   const double took = seconds_since(start);
@@ -164,13 +161,10 @@ TEST_F(RemoteCache, CrashedHoldersLeaseExpiresAndAWaiterCompiles) {
 
 // A holder that hangs: waiters give up after the wait bound and compile.
 TEST_F(RemoteCache, WaitersGiveUpAfterTheBoundAndCompileLocally) {
-  TempDir first, second;
-  ASSERT_EQ(warmup(first.path(), "N=32").exit_code, 0);
-  std::vector<std::string> names = entry_names();
-  ASSERT_EQ(names.size(), 1u);
-  const std::string hash = names[0].substr(runtime::kRemoteEntryPrefix.size());
-  EXPECT_EQ(server_->cli("DEL " + names[0]), "1\n");
-  EXPECT_EQ(server_->cli("SET " + std::string(runtime::kRemoteLockPrefix) + hash + " stuck-holder PX 600000"), "OK\n");
+  TempDir second;
+  const std::optional<std::string> leased = entry_leased_to("stuck-holder", 600000);
+  ASSERT_TRUE(leased);
+  const std::string& hash = *leased;
   const Clock::time_point start = Clock::now();
   CommandResult b = warmup(second.path(), "N=32", "FUSEGEN_REMOTE_CACHE_WAIT_MS=700");
   const double took = seconds_since(start);
