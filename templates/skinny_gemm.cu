@@ -230,42 +230,40 @@ __device__ __forceinline__ void skinny_gemm_main(const FusegenArgs& args) {
     const long long a_base = a_offset(args, batch), b_base = b_offset(args, batch);
     for (long long item = blockIdx.x; item < items; item += gridDim.x) {
       const long long tile = item % row_tiles, block = item / row_tiles;
-      {
-        const long long m0 = tile * kRows;
-        const int tile_rows = rows - m0 < kRows ? static_cast<int>(rows - m0) : kRows;
-        const long long n0 = block * kBlockCols;
-        const long long cols_left = cols - n0;
-        float acc[kRows][kLaneCols] = {};
-        if constexpr (kBAlongK) {
-          skinny_accumulate_along_k(args, a_base, b_base, m0, tile_rows, n0,
-                                    cols_left < kCols ? static_cast<int>(cols_left) : kCols, depth, acc);
-          if (lane == 0)
-#pragma unroll
-            for (int r = 0; r < kRows; ++r)
-#pragma unroll
-              for (int c = 0; c < kCols; ++c)
-                partial[warp][r][c] = acc[r][c];
-        } else {
-          skinny_accumulate_along_n(args, a_base, b_base, m0, tile_rows, n0, cols_left, depth, acc);
+      const long long m0 = tile * kRows;
+      const int tile_rows = rows - m0 < kRows ? static_cast<int>(rows - m0) : kRows;
+      const long long n0 = block * kBlockCols;
+      const long long cols_left = cols - n0;
+      float acc[kRows][kLaneCols] = {};
+      if constexpr (kBAlongK) {
+        skinny_accumulate_along_k(args, a_base, b_base, m0, tile_rows, n0,
+                                  cols_left < kCols ? static_cast<int>(cols_left) : kCols, depth, acc);
+        if (lane == 0)
 #pragma unroll
           for (int r = 0; r < kRows; ++r)
 #pragma unroll
-            for (int v = 0; v < kVector; ++v)
-              partial[warp][r][lane * kVector + v] = acc[r][v];
-        }
-        __syncthreads();
-        for (int i = threadIdx.x; i < kRows * kBlockCols; i += kThreads) {
-          const int r = i / kBlockCols, c = i % kBlockCols;
-          if (r < tile_rows && c < cols_left) {
-            float sum = partial[0][r][c];
+            for (int c = 0; c < kCols; ++c)
+              partial[warp][r][c] = acc[r][c];
+      } else {
+        skinny_accumulate_along_n(args, a_base, b_base, m0, tile_rows, n0, cols_left, depth, acc);
 #pragma unroll
-            for (int w = 1; w < kWarps; ++w)
-              sum += partial[w][r][c];
-            epilogue(args, batch, m0 + r, n0 + c, sum);
-          }
-        }
-        __syncthreads(); // partial is reused by the next block of columns
+        for (int r = 0; r < kRows; ++r)
+#pragma unroll
+          for (int v = 0; v < kVector; ++v)
+            partial[warp][r][lane * kVector + v] = acc[r][v];
       }
+      __syncthreads();
+      for (int i = threadIdx.x; i < kRows * kBlockCols; i += kThreads) {
+        const int r = i / kBlockCols, c = i % kBlockCols;
+        if (r < tile_rows && c < cols_left) {
+          float sum = partial[0][r][c];
+#pragma unroll
+          for (int w = 1; w < kWarps; ++w)
+            sum += partial[w][r][c];
+          epilogue(args, batch, m0 + r, n0 + c, sum);
+        }
+      }
+      __syncthreads(); // partial is reused by the next item
     }
   }
 }

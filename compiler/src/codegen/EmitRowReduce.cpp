@@ -69,13 +69,6 @@ std::optional<int64_t> constant_product(const Shape& shape, size_t first, size_t
       Shape(shape.begin() + static_cast<std::ptrdiff_t>(first), shape.begin() + static_cast<std::ptrdiff_t>(last)));
 }
 
-int next_power_of_two(int64_t value, int cap) {
-  int p = 1;
-  while (p < cap && p < value)
-    p *= 2;
-  return p;
-}
-
 // Segment count and length in device code; group_norm splits each sample
 // into num_groups segments of C/G channels times the spatial size.
 void describe_segments(const EmitContext& ctx, RowShape& row) {
@@ -132,9 +125,9 @@ void choose_launch(const EmitContext& ctx, RowShape& row) {
         row.block = row.team = kLongRowBlock; // two blocks per SM: 1024 threads
     }
   } else {
-    row.team = next_power_of_two(*row.length_value, 32);
+    row.team = power_of_two_at_least(*row.length_value, 32);
     // With a final reduction a block handles one row: just enough teams for its segments.
-    row.block = row.final_op ? std::clamp(row.team * next_power_of_two(row.groups, kBlock), 32, kBlock) : kBlock;
+    row.block = row.final_op ? std::clamp(row.team * power_of_two_at_least(row.groups, kBlock), 32, kBlock) : kBlock;
     if (fits && row.block / row.team * *row.length_value * 4 <= kCacheBytes)
       row.cache_floats = *row.length_value;
   }

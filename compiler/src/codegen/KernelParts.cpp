@@ -77,6 +77,13 @@ std::vector<ValueId> loaded_values(const EmitContext& ctx) {
   return result;
 }
 
+int power_of_two_at_least(int64_t value, int cap) {
+  int p = 1;
+  while (p < cap && p < value)
+    p *= 2;
+  return p;
+}
+
 SizeExpr grid_stride_blocks(const EmitContext& ctx, const SizeExpr& work, int64_t per_block, int64_t cap) {
   SizeExpr blocks = ctx.ceil_div(work, per_block);
   if (blocks.value)

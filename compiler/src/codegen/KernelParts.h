@@ -39,5 +39,7 @@ std::vector<ValueId> loaded_values(const EmitContext& ctx);
 // Blocks for a grid-stride loop over `work` items, `per_block` items per
 // block: at least 1, at most `cap`.
 SizeExpr grid_stride_blocks(const EmitContext& ctx, const SizeExpr& work, int64_t per_block, int64_t cap);
+// The least power of two >= value, at most `cap` (a power of two); 1 for value <= 1.
+int power_of_two_at_least(int64_t value, int cap);
 
 } // namespace fusegen::codegen

@@ -25,13 +25,6 @@ constexpr int kMaxAccumulators = 32; // per thread along k: rows x columns (regi
 constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxGridYZ = 65535; // the template loops over the rest
 
-int power_of_two_at_least(int64_t value, int cap) {
-  int p = 1;
-  while (p < cap && p < value)
-    p *= 2;
-  return p;
-}
-
 int power_of_two_at_most(int64_t value, int cap) {
   int p = 1;
   while (p * 2 <= cap && p * 2 <= value)
@@ -77,7 +70,7 @@ std::optional<SkinnyShape> skinny_shape(const EmitContext& ctx, const GemmMappin
       shape.vector = 1;
     if (ceil_div(cols, 32 * shape.vector) * batches < ctx.target().sm_count)
       return std::nullopt;
-    shape.warps = power_of_two_at_most(depth, shape.rows > 8 ? kMaxWarps / 2 : kMaxWarps);
+    shape.warps = power_of_two_at_most(depth, kMaxWarps); // partial sums: 8 x 8 x 128 floats, 32 KiB
   }
   return shape;
 }
