@@ -76,6 +76,7 @@
 #include "gemm/mainloop_mma_sync.cuh"    // mma.sync main loops (sm_80 and later)
 #include "gemm/barriers.cuh"             // mbarriers (sm_90)
 #include "gemm/mainloop_wgmma.cuh"       // wgmma main loops (sm_90a)
+#include "gemm/mainloop_fp16x3.cuh"      // FP16x3 products on wgmma (sm_90a)
 #include "gemm/epilogue_stats.cuh"       // partial column statistics of a tile
 #include "gemm/epilogue_row_norm.cuh"    // row norm and row reduction of a tile
 #include "gemm/epilogue_tile.cuh"        // staging a tile, the hooks' stages, stores

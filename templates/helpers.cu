@@ -159,6 +159,25 @@ __device__ __forceinline__ float fusegen_tf32_rest(float x) {
   return __uint_as_float(fusegen_tf32_bits(x - __uint_as_float(__float_as_uint(x) & 0xffffe000u)));
 }
 
+// x0, x1 -> hi (fp16 pair, x0 in the low half) and lo = (x - hi) * 2^11
+// (fp16 pair): FP16x3's split, exact to 2^-22 |x| for 2^-14 <= |x| < 65504
+// (templates/gemm/mainloop_fp16x3.cuh). Used by the GEMM's split of A and
+// by the pass that splits B once per call, so both give the same bits.
+__device__ __forceinline__ void fusegen_fp16x3_split2(float x0, float x1, unsigned int& hi, unsigned int& lo) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float h0, h1;
+  asm("{\n.reg .f16 l, h;\ncvt.rn.f16x2.f32 %0, %3, %2;\nmov.b32 {l, h}, %0;\ncvt.f32.f16 %1, l;\n}"
+      : "=r"(hi), "=f"(h0)
+      : "f"(x0), "f"(x1));
+  asm("{\n.reg .f16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, h;\n}" : "=f"(h1) : "r"(hi));
+  asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(lo) : "f"((x0 - h0) * 2048.0f), "f"((x1 - h1) * 2048.0f));
+#else
+  (void)x0;
+  (void)x1;
+  hi = lo = 0;
+#endif
+}
+
 // The partial statistics (count, mean, M2) stored at p.
 __device__ __forceinline__ FusegenWelford fusegen_welford_at(const float* p) { return FusegenWelford{p[0], p[1], p[2]}; }
 

@@ -24,6 +24,7 @@ Result<Lowered> lower(const Fusion& fusion, const DimBindings& dims, const Lower
   // depend on where the spec was loaded from.
   options.source_name = "fusion " + fusion.name;
   options.gemm_block = target.gemm_block;
+  options.strict_product = target.strict_product;
   Result<GeneratedCode> code = generate_cuda({plan}, options);
   if (!code)
     return Error{code.error(), code.error_loc()};

@@ -32,6 +32,7 @@ Result<Target> target_for_arch(int arch) {
       target.max_shared_bytes_per_block = generation.max_shared_bytes_per_block;
     }
   target.wgmma = arch == 90;
+  target.fp16x3_products = target.wgmma;
   target.clusters = arch >= 90;
   target.dependent_launches = arch >= 90;
   target.rastered_gemm_blocks = arch >= 90;

@@ -29,6 +29,7 @@
 struct __align__(8) int2 { int x, y; };
 struct __align__(16) int4 { int x, y, z, w; };
 struct uint3 { unsigned int x, y, z; };
+struct __align__(8) uint2 { unsigned int x, y; };
 struct __align__(16) uint4 { unsigned int x, y, z, w; };
 struct __align__(8) float2 { float x, y; };
 struct float3 { float x, y, z; };
@@ -43,6 +44,7 @@ struct dim3 {
 
 __device__ float2 make_float2(float x, float y);
 __device__ float4 make_float4(float x, float y, float z, float w);
+__device__ uint2 make_uint2(unsigned int x, unsigned int y);
 __device__ int4 make_int4(int x, int y, int z, int w);
 
 // Single-precision math (CUDA declares these extern "C").

@@ -5,7 +5,9 @@
 static_assert(kTileM == gemm_layout::kTile && kTileN == gemm_layout::kTile && kThreads == gemm_layout::kThreads,
               "the GEMM template is written for 64x64 tiles and 256 threads (gemm/geometry.h)");
 static_assert(kTileK == 8 || kTileK == 16 || kTileK == 32, "kTileK must be 8, 16 or 32");
-static_assert(kInnerProduct == 1 || kInnerProduct == 2, "kInnerProduct is 1 (3xTF32) or 2 (TF32)");
+static_assert(kInnerProduct >= 1 && kInnerProduct <= 3, "kInnerProduct is 1 (3xTF32), 2 (TF32) or 3 (FP16x3)");
+// Strict precision: 3xTF32 or FP16x3 (which falls back to 3xTF32).
+constexpr bool kStrict = kInnerProduct != 2;
 static_assert((kBlockM == 64 || kBlockM == 128) && (kBlockN == 64 || kBlockN == 128 || kBlockN == 256),
               "blocks are 64 or 128 rows and 64, 128 or 256 columns");
 static_assert(kBlockN != 256 || (kInnerProduct == 2 && kBlockM == 128),
@@ -74,6 +76,11 @@ constexpr bool kHaveWgmma = true;
 constexpr bool kHaveWgmma = false;
 #endif
 constexpr bool kWgmma = kAsync && kHaveWgmma && kBlockM == 128 && kTileK == 32;
+// FP16x3 runs on wgmma (gemm/mainloop_fp16x3.cuh), with B split into fp16
+// halves by the pass before the kernel (kBSplit) or in shared memory. Where
+// the same source compiles without wgmma (mma.sync), kInnerProduct 3
+// multiplies with 3xTF32 from the fp32 B.
+constexpr bool kFp16x3 = kInnerProduct == 3 && kWgmma;
 
 constexpr int kWarps = kThreads / 32;
 // wgmma: warpgroup w / 4 owns rows 64 * (w / 4) and up; warp w owns 16 of

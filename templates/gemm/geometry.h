@@ -46,9 +46,10 @@ constexpr int async_slice_floats(bool wgmma, int inner_product, bool b_split, in
          async_row_stride(wgmma, tile_k);
 }
 // wgmma with 3xTF32 splitting B in shared memory: two slices' small parts
-// of B (A is split in registers).
+// of B (A is split in registers). FP16x3 keeps them for its fallback.
 constexpr int small_b_floats(bool wgmma, int inner_product, bool b_split, int block_n, int tile_k) {
-  return wgmma && inner_product == 1 && !b_split ? 2 * block_n * async_row_stride(wgmma, tile_k) : 0;
+  const bool splits_here = (inner_product == 1 && !b_split) || inner_product == 3;
+  return wgmma && splits_here ? 2 * block_n * async_row_stride(wgmma, tile_k) : 0;
 }
 // The whole cp.async ring, before the epilogue reuses it.
 constexpr int async_floats(bool wgmma, int inner_product, bool b_split, int block_m, int block_n, int tile_k,
@@ -62,7 +63,7 @@ constexpr int split_k_floats(int split_k, int block_m, int block_n) { return spl
 
 // A kernel's configuration, as its hooks set it.
 struct SharedConfig {
-  int inner_product; // 1 3xTF32, 2 TF32
+  int inner_product; // 1 3xTF32, 2 TF32, 3 FP16x3
   int block_m, block_n, tile_k, stages, split_k;
   bool async;        // the cp.async path (both operands vectors along k)
   bool b_split;      // B's small parts copied with B (wgmma)

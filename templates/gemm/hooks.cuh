@@ -12,7 +12,7 @@
 //                                  for TF32 on wgmma)
 //   "tile_k"        constexpr int kTileK       depth of a shared-memory slice (8, 16 or 32)
 //   "threads"       constexpr int kThreads     threads per block (256)
-//   "inner_product" constexpr int kInnerProduct  1 3xTF32, 2 TF32
+//   "inner_product" constexpr int kInnerProduct  1 3xTF32, 2 TF32, 3 FP16x3
 //   "a_along_k"     constexpr bool kLoadAAlongK   consecutive threads load A along
 //                                              k (true) or along m (false)
 //   "b_along_k"     constexpr bool kLoadBAlongK   consecutive threads load B along
@@ -78,11 +78,15 @@
 //                                  come split (a pass before this kernel
 //                                  wrote them once per call, bench/NOTES.md
 //                                  v21) and are copied per slice beside B
-//                                  instead of split in shared memory
+//                                  instead of split in shared memory; FP16x3
+//                                  (kInnerProduct 3): B comes as fp16 hi and
+//                                  lo halves (gemm/mainloop_fp16x3.cuh)
 //   "b_small_address" const float* b_small_address(args, b_base, k, n)  where
 //                                  B element (k, n)'s small part is (kBSplit),
 //                                  with B's strides (copy_slice_async() steps
-//                                  both by B's row step)
+//                                  both by B's row step); FP16x3: the 4-byte
+//                                  word at the same place in the halves'
+//                                  buffer
 //   "block_end"     constexpr int kBlockEnd  0, or N > 0: the launch's blocks
 //                                  s >= N (s = y * grid.x + x, one batch;
 //                                  without rastering s is the output block,

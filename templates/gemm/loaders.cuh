@@ -134,7 +134,9 @@ __device__ __forceinline__ int slice_offset(int r, int k) {
 }
 
 // Starts copying the k slice at k0 into `slice` (As[m][k], Bs[n][k]; zeros
-// outside the problem).
+// outside the problem). kBHalves: B's rows come from its fp16 halves
+// (FP16x3, b_small_address), 4 bytes for each float of B.
+template <bool kBHalves = false>
 __device__ __forceinline__ void copy_slice_async(const FusegenArgs& args, const GemmExtents& e, long long a_base,
                                                  long long b_base, long long m0, long long n0, long long k0,
                                                  float* slice) {
@@ -172,8 +174,8 @@ __device__ __forceinline__ void copy_slice_async(const FusegenArgs& args, const 
     }
   }
   float* bs = slice + kBlockM * kRowStride;
-  const float* b = b_address(args, b_base, k, n0 + r0);
-  const long long b_step = b_address(args, b_base, k, n0 + r0 + kRowStep) - b;
+  const float* b = kBHalves ? b_small_address(args, b_base, k, n0 + r0) : b_address(args, b_base, k, n0 + r0);
+  const long long b_step = b_address(args, b_base, k, n0 + r0 + kRowStep) - b_address(args, b_base, k, n0 + r0);
   const float* b_small = kCopySmallB ? b_small_address(args, b_base, k, n0 + r0) : nullptr;
 #pragma unroll
   for (int i = 0; i < kBCopies; ++i) {

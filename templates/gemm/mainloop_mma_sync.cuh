@@ -48,7 +48,7 @@ __device__ __forceinline__ void multiply_slice_tc(const float* slice, int warp_m
       const float v[2] = {b[0], b[4 * kBK]};
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        if (kInnerProduct == 1)
+        if (kStrict)
           gemm_split<!kGathers>(v[r], b_big[j][r], b_small[j][r]);
         else
           b_big[j][r] = fusegen_tf32_bits(v[r]);
@@ -61,7 +61,7 @@ __device__ __forceinline__ void multiply_slice_tc(const float* slice, int warp_m
       unsigned int a_big[4], a_small[4];
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        if (kInnerProduct == 1)
+        if (kStrict)
           gemm_split<!kGathers>(v[r], a_big[r], a_small[r]);
         else
           a_big[r] = fusegen_tf32_bits(v[r]);
@@ -70,7 +70,7 @@ __device__ __forceinline__ void multiply_slice_tc(const float* slice, int warp_m
       // product of the same step, which keeps more of their bits.
 #pragma unroll
       for (int j = 0; j < kFragsN; ++j) {
-        if (kInnerProduct == 1) {
+        if (kStrict) {
           gemm_mma(acc[i][j], a_small, b_big[j]);
           gemm_mma(acc[i][j], a_big, b_small[j]);
         }
@@ -87,7 +87,7 @@ __device__ __forceinline__ void multiply_slice_tc(const float* slice, int warp_m
 // adds, two row fragments at a time so that the separate sums fit in registers.
 __device__ __forceinline__ void multiply_into(const float* slice, int warp_m, int warp_n,
                                               float (&acc)[kFragsM][kFragsN][4]) {
-  if constexpr (kInnerProduct == 1) {
+  if constexpr (kStrict) {
     constexpr int kChunk = kFragsM < 2 ? kFragsM : 2;
 #pragma unroll
     for (int first = 0; first < kFragsM; first += kChunk) {

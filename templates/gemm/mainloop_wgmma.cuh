@@ -164,7 +164,7 @@ __device__ __forceinline__ void gemm_wgmma(float (&d)[kN][4], unsigned long long
 // (N x 8, K-major in shared memory)^T.
 template <int kN>
 __device__ __forceinline__ void gemm_wgmma_rs(float (&d)[kN][4], const unsigned int (&a)[4], unsigned long long b) {
-  static_assert(!kWgmma || kInnerProduct != 1 || kN == 16 || kN == 8, "3xTF32 blocks are 128 or 64 columns wide");
+  static_assert(!kWgmma || !kStrict || kN == 16 || kN == 8, "3xTF32 blocks are 128 or 64 columns wide");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   if constexpr (kN == 16)
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
@@ -306,6 +306,7 @@ __device__ __forceinline__ void add_slice_sums(float (&acc)[kFragsN][4], const f
 // Starts copying slice `next` into its stage once every thread's products
 // of the slice that stage held (next - kStages) have finished, and has the
 // stage's "filled" barrier count this thread's copies.
+template <bool kBHalves = false>
 __device__ __forceinline__ void refill_stage(const FusegenArgs& args, const GemmExtents& e, long long a_base,
                                              long long b_base, long long m0, long long n0, long long next, float* smem,
                                              unsigned long long* filled, unsigned long long* freed) {
@@ -314,7 +315,7 @@ __device__ __forceinline__ void refill_stage(const FusegenArgs& args, const Gemm
   const int stage = static_cast<int>(next % kStages);
   if (next >= kStages)
     gemm_barrier_wait(&freed[stage], static_cast<unsigned int>(next / kStages - 1) & 1u);
-  copy_slice_async(args, e, a_base, b_base, m0, n0, slice_k(e, next), smem + stage * kAsyncSliceFloats);
+  copy_slice_async<kBHalves>(args, e, a_base, b_base, m0, n0, slice_k(e, next), smem + stage * kAsyncSliceFloats);
   gemm_barrier_arrive_on_copies(&filled[stage]);
 }
 
@@ -363,6 +364,15 @@ __device__ __forceinline__ void accumulate_stages_wgmma(const FusegenArgs& args,
     }
 }
 
+// FP16x3's pipelines (gemm/mainloop_fp16x3.cuh, included after this file).
+__device__ __forceinline__ bool accumulate_stages_fp16x3(const FusegenArgs& args, float* smem, const GemmExtents& e,
+                                                         long long a_base, long long b_base, long long m0,
+                                                         long long n0, float (&acc)[kFragsM][kFragsN][4]);
+__device__ __forceinline__ bool accumulate_split_here_fp16x3(const FusegenArgs& args, float* smem,
+                                                             const GemmExtents& e, long long a_base,
+                                                             long long b_base, long long m0, long long n0,
+                                                             float (&acc)[kFragsM][kFragsN][4]);
+
 // The block's products with wgmma.
 //   TF32: copies run kStages - 2 slices ahead and one group of products stays
 //   in flight (wait_group 1), so a stage is refilled only after the products
@@ -378,10 +388,12 @@ __device__ __forceinline__ void accumulate_stages_wgmma(const FusegenArgs& args,
 //   products of a slice go into separate sums that are added to acc with
 //   rounded fp32 adds, as multiply_into() does.
 //   3xTF32 with B's small parts copied: accumulate_stages_wgmma().
+//   FP16x3: accumulate_stages_fp16x3(); a block whose operands left its
+//   range multiplies again with 3xTF32, splitting B here.
 __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, float* smem, const GemmExtents& e,
                                                        long long batch, long long m0, long long n0,
                                                        float (&acc)[kFragsM][kFragsN][4]) {
-  constexpr int kAhead = kInnerProduct == 1 ? kStages - 1 : kStages - 2;
+  constexpr int kAhead = kStrict ? kStages - 1 : kStages - 2;
   static_assert(!kWgmma || kAhead >= 2, "the wgmma pipeline needs more stages");
   const long long a_base = a_offset(args, batch), b_base = b_offset(args, batch);
   const long long slices = e.slices;
@@ -389,7 +401,7 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
   constexpr int kBFloats = kBlockN * kRowStride;
   if constexpr (kCopySmallB) {
     accumulate_stages_wgmma(args, smem, e, a_base, b_base, m0, n0, acc);
-  } else if constexpr (kInnerProduct != 1) {
+  } else if constexpr (!kStrict) {
     copy_first_slices<kAhead>(args, e, a_base, b_base, m0, n0, slices, smem);
     gemm_wgmma_fence(); // acc was zeroed by ordinary instructions
 #pragma unroll 1
@@ -409,6 +421,17 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
     gemm_copy_wait<0>();
     __syncthreads(); // shared memory is free for the epilogue
   } else {
+    if constexpr (kFp16x3) {
+      const bool in_range = kBSplit ? accumulate_stages_fp16x3(args, smem, e, a_base, b_base, m0, n0, acc)
+                                    : accumulate_split_here_fp16x3(args, smem, e, a_base, b_base, m0, n0, acc);
+      if (in_range)
+        return;
+#pragma unroll
+      for (int j = 0; j < kFragsN; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          acc[0][j][r] = 0.0f;
+    }
     copy_first_slices<kAhead>(args, e, a_base, b_base, m0, n0, slices, smem);
     if (slices > 0) {
       gemm_copy_wait<kAhead - 1>();

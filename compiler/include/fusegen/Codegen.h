@@ -40,6 +40,12 @@ inline constexpr int kGemmSplits[] = {1, 2, 4, 8};
 // "128x64", or "64x64:8" with split-K.
 std::string format_gemm_block(const GemmBlock& block);
 
+// How strict precision's GEMMs multiply on tensor cores: 3xTF32, or FP16x3
+// where the target has it (Target::fp16x3_products; docs/kernels-gemm.md).
+enum class StrictProduct { ThreeTF32, FP16x3 };
+const char* strict_product_name(StrictProduct product); // "3xtf32", "fp16x3"
+std::optional<StrictProduct> parse_strict_product(const std::string& name);
+
 struct CodegenOptions {
   int arch = 90;                      // sm_XY as XY; 80 and above
   std::optional<Precision> precision; // overrides each fusion's own
@@ -47,6 +53,9 @@ struct CodegenOptions {
   // Every GEMM kernel takes this block instead of the heuristic's choice; a
   // block a kernel cannot take is an error naming it. Set by autotuning.
   std::optional<GemmBlock> gemm_block;
+  // Strict GEMMs multiply this way where they can instead of the target's
+  // choice (FP16x3 where the target lacks it is 3xTF32).
+  std::optional<StrictProduct> strict_product;
   // Offline files (`fusegen generate`): an #error stops nvcc's device pass
   // for any architecture but the target's (__CUDA_ARCH__ 900 for sm_90a),
   // since the kernels are planned for that target alone.
@@ -70,6 +79,9 @@ struct KernelLaunch {
   int block = 0;            // threads per block (1-D)
   int64_t shared_bytes = 0; // dynamic shared memory
   int cluster = 1;          // blocks per thread-block cluster along x (compiled in; > 1 for split-K)
+  // What the emitter chose where it had a choice (`fusegen plan` prints it),
+  // e.g. "128x128 blocks, fp16x3 products".
+  std::string variant;
   std::vector<BufferFill> fills;
 };
 

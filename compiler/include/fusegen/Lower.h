@@ -23,6 +23,7 @@ struct LowerTarget {
   // Every GEMM kernel's block (autotuning); a block a kernel cannot take is
   // an error naming it.
   std::optional<GemmBlock> gemm_block;
+  std::optional<StrictProduct> strict_product; // the target's choice unless set
 };
 
 struct Lowered {

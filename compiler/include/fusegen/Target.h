@@ -26,6 +26,11 @@ struct Target {
   // Programmatic dependent launches (a kernel's prologue overlaps the
   // previous kernel's tail): 9.0 and later.
   bool dependent_launches = false;
+  // Strict precision's GEMM products as FP16x3 (fp16 tensor cores, twice
+  // tf32's rate, a 3xTF32 fallback per block where operands leave fp16's
+  // range) where the template has them: on wgmma (templates/gemm/
+  // mainloop_fp16x3.cuh). Elsewhere 3xTF32.
+  bool fp16x3_products = false;
   // Tuning: GEMM output blocks taken in rastered order (measured faster on
   // the H100, bench/NOTES.md v25).
   bool rastered_gemm_blocks = false;

@@ -33,9 +33,9 @@ constexpr int kThreads = gemm_layout::kThreads;
 // of all of them (chain 39: 32). 62 and 75 ran 1-5% faster strict and 0-8%
 // tf32, 39 from 3% faster to 0.5% slower; 8 was no better (NOTES v25).
 constexpr int kRasterRowBlocks = 16;
-constexpr int kTensorCoreTileK = 32;     // four k steps per barrier
-constexpr int kGatherTileK = 8;          // element loads: few staging registers (two blocks per SM)
-constexpr int kTensorCoreStages = 4;     // slices in flight on the cp.async path
+constexpr int kTensorCoreTileK = 32; // four k steps per barrier
+constexpr int kGatherTileK = 8;      // element loads: few staging registers (two blocks per SM)
+constexpr int kTensorCoreStages = 4; // slices in flight on the cp.async path
 constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxGridYZ = 65535; // the template loops over the rest
 
@@ -60,7 +60,7 @@ std::string hook(const std::string& return_type, const std::string& name, const 
   return function_hook(return_type, name, params.text(), body);
 }
 
-// The template's inner product (1 3xTF32, 2 TF32), block, slice depth and
+// The template's inner product (1 3xTF32, 2 TF32, 3 FP16x3), block, slice depth and
 // load path.
 struct GemmVariant {
   int inner_product = 1;
@@ -223,18 +223,60 @@ bool splits_b_once(const EmitContext& ctx, const GemmVariant& v) {
          plan::traits_of(ctx.fusion().node(ctx.step().anchor())).contraction == ContractionForm::RowsTimesWeight;
 }
 
-// The pass: the weight's small parts, x - trunc_tf32(x) rounded to tf32
-// (fusegen_tf32_rest, as the in-loop split computes them), on
-// templates/elementwise.cu, launched before the GEMM.
-KernelSource b_split_pass(const EmitContext& ctx, ValueId weight) {
+// Strict products as FP16x3 (templates/gemm/mainloop_fp16x3.cuh) where the
+// target (or the options) chooses them and the kernel runs on wgmma (the
+// cp.async path in 128-row blocks, 32-deep slices). B split once per call
+// comes in 32-deep chunks of fp16 halves, so its depth must be known and a
+// multiple of 32; else the pass splits it for 3xTF32.
+// Not the default: on the H100 it measured no faster than 3xTF32 (chain 62
+// 1.56 -> 1.49 ms, 39 5.83 -> 5.88 ms; bench/NOTES.md v47), so only
+// CodegenOptions::strict_product asks for it.
+bool takes_fp16x3(const EmitContext& ctx, const GemmMapping& g, const GemmVariant& v) {
+  const StrictProduct product = ctx.options().strict_product.value_or(StrictProduct::ThreeTF32);
+  const bool on_wgmma = ctx.target().wgmma && v.async && v.block_m == 128 && v.tile_k == 32;
+  const bool whole_chunks = g.launch_depth.value && *g.launch_depth.value % 32 == 0;
+  return product == StrictProduct::FP16x3 && ctx.target().fp16x3_products && v.inner_product == 1 && on_wgmma &&
+         (!v.b_split || whole_chunks);
+}
+
+// The compute hooks of the pass that splits B into FP16x3's halves: each
+// 32-deep chunk of a row becomes 32 hi halves then 32 lo halves in the same
+// 128 bytes, so element `index` (depth a multiple of 32) puts its hi half at
+// half 2 * index - index % 32 and its lo half 32 halves later.
+void fp16x3_split_hooks(KernelSource& pass, const std::string& from, const std::string& to) {
+  const std::string params = "const FusegenArgs& args, long long index";
+  const std::string halves = "reinterpret_cast<unsigned short*>(" + to + ") + (2 * index - index % 32)";
+  pass.hooks["compute"] =
+      function_hook("void", "compute", params,
+                    {"unsigned int hi, lo;", "fusegen_fp16x3_split2(" + from + "[index], 0.0f, hi, lo);",
+                     "unsigned short* h = " + halves + ";", "h[0] = static_cast<unsigned short>(hi & 0xffffu);",
+                     "h[32] = static_cast<unsigned short>(lo & 0xffffu);"});
+  pass.hooks["compute4"] =
+      function_hook("void", "compute4", params,
+                    {"const float4 x = *reinterpret_cast<const float4*>(" + from + " + index);",
+                     "unsigned int hi01, lo01, hi23, lo23;", "fusegen_fp16x3_split2(x.x, x.y, hi01, lo01);",
+                     "fusegen_fp16x3_split2(x.z, x.w, hi23, lo23);", "unsigned short* h = " + halves + ";",
+                     "*reinterpret_cast<uint2*>(h) = make_uint2(hi01, hi23);",
+                     "*reinterpret_cast<uint2*>(h + 32) = make_uint2(lo01, lo23);"});
+}
+
+// The pass before the GEMM, on templates/elementwise.cu. 3xTF32: the
+// weight's small parts, x - trunc_tf32(x) rounded to tf32
+// (fusegen_tf32_rest, as the in-loop split computes them). FP16x3: its hi
+// and lo halves (fp16x3_split_hooks).
+KernelSource b_split_pass(const EmitContext& ctx, ValueId weight, const GemmVariant& v) {
   const std::string from = ctx.value_buffer(weight), to = ctx.buffer(ctx.step().b_split);
   const Shape& shape = shape_of(ctx, weight);
   KernelSource pass;
   pass.template_file = "elementwise.cu";
   pass.launch.kind = KernelKind::Elementwise;
   pass.name_suffix = "_split_b";
-  pass.note = "splits " + ctx.plan().buffer(ctx.plan().buffer_of(weight)).name + " into tf32 parts for " +
-              ctx.kernel_name() + " (its small parts into " + ctx.plan().buffer(ctx.step().b_split).name + ")";
+  const std::string weight_name = ctx.plan().buffer(ctx.plan().buffer_of(weight)).name,
+                    split_name = ctx.plan().buffer(ctx.step().b_split).name;
+  pass.note = v.inner_product == 3 ? "splits " + weight_name + " into fp16 hi and lo halves for " + ctx.kernel_name() +
+                                         "'s FP16x3 products (into " + split_name + ")"
+                                   : "splits " + weight_name + " into tf32 parts for " + ctx.kernel_name() +
+                                         " (its small parts into " + split_name + ")";
   const std::string params = "const FusegenArgs& args, long long index";
   pass.hooks["block_size"] = constant_hook("kBlockSize", kThreads);
   pass.hooks["vector_width"] = constant_hook("kVectorWidth", 4);
@@ -242,13 +284,18 @@ KernelSource b_split_pass(const EmitContext& ctx, ValueId weight) {
   pass.hooks["vector_ok"] = function_hook("bool", "vector_ok", "const FusegenArgs& args",
                                           {"return ((reinterpret_cast<unsigned long long>(" + from +
                                            ") | reinterpret_cast<unsigned long long>(" + to + ")) & 15ULL) == 0;"});
-  pass.hooks["compute"] =
-      function_hook("void", "compute", params, {to + "[index] = fusegen_tf32_rest(" + from + "[index]);"});
-  pass.hooks["compute4"] = function_hook("void", "compute4", params,
-                                         {"const float4 x = *reinterpret_cast<const float4*>(" + from + " + index);",
-                                          "*reinterpret_cast<float4*>(" + to +
-                                              " + index) = make_float4(fusegen_tf32_rest(x.x), fusegen_tf32_rest(x.y), "
-                                              "fusegen_tf32_rest(x.z), fusegen_tf32_rest(x.w));"});
+  if (v.inner_product == 3) {
+    fp16x3_split_hooks(pass, from, to);
+  } else {
+    pass.hooks["compute"] =
+        function_hook("void", "compute", params, {to + "[index] = fusegen_tf32_rest(" + from + "[index]);"});
+    pass.hooks["compute4"] =
+        function_hook("void", "compute4", params,
+                      {"const float4 x = *reinterpret_cast<const float4*>(" + from + " + index);",
+                       "*reinterpret_cast<float4*>(" + to +
+                           " + index) = make_float4(fusegen_tf32_rest(x.x), fusegen_tf32_rest(x.y), "
+                           "fusegen_tf32_rest(x.z), fusegen_tf32_rest(x.w));"});
+  }
   pass.hooks["entry"] = entry_hook(ctx, "kBlockSize", "elementwise_main(args);", "", pass.name_suffix);
   pass.launch.grid = {grid_stride_blocks(ctx, ctx.size(shape, 0, shape.size()), kThreads * 4, 65536), ctx.constant(1),
                       ctx.constant(1)};
@@ -419,6 +466,8 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
     return Error{chosen.error()};
   GemmVariant& variant = chosen.value();
   variant.b_split = splits_b_once(ctx, variant);
+  if (takes_fp16x3(ctx, g, variant))
+    variant.inner_product = 3;
   hooks["block_m"] = constant_hook("kBlockM", variant.block_m);
   hooks["block_n"] = constant_hook("kBlockN", variant.block_n);
   hooks["tile_k"] = constant_hook("kTileK", variant.tile_k);
@@ -436,7 +485,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
       "const float*", "b_small_address", element("b_base", "k", "n"),
       variant.b_split ? returns(ctx.buffer(ctx.step().b_split) + " + n * " + g.depth + " + k") : returns("nullptr"));
   if (variant.b_split) {
-    source.leaders.push_back(b_split_pass(ctx, operand(ctx.fusion().node(ctx.step().anchor()), "weight")));
+    source.leaders.push_back(b_split_pass(ctx, operand(ctx.fusion().node(ctx.step().anchor()), "weight"), variant));
     source.scratch_used.push_back(ctx.step().b_split);
   }
   hooks["a_depth_table"] = constant_hook("kADepthTable", static_cast<int>(g.a_depth_table));
@@ -479,6 +528,10 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   if (variant.split_k > 1)
     column_blocks = ctx.mul(column_blocks, ctx.constant(variant.split_k));
   source.launch.cluster = variant.split_k;
+  source.launch.variant = std::to_string(variant.block_m) + "x" + std::to_string(variant.block_n) + " blocks, " +
+                          (variant.inner_product == 2   ? "tf32 products"
+                           : variant.inner_product == 3 ? "fp16x3 products (3xtf32 where operands leave fp16's range)"
+                                                        : "3xtf32 products");
   source.launch.grid = {column_blocks, grid_stride_blocks(ctx, g.launch_rows, variant.block_m, kMaxGridYZ),
                         grid_stride_blocks(ctx, g.launch_batches, 1, kMaxGridYZ)};
   source.launch.block = kThreads;
@@ -509,6 +562,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
     follower.hooks["entry"] = entry_hook(ctx, "kThreads, kMinBlocksPerSM", "gemm_main(args);",
                                          "__cluster_dims__(kSplitK, 1, 1)", follower.name_suffix, GridWait::Last);
     follower.launch.cluster = split.split_k;
+    follower.launch.variant = source.launch.variant + ", split over clusters of " + std::to_string(split.split_k);
     follower.launch.grid = {ctx.constant(tail->blocks * split.split_k), ctx.constant(1), ctx.constant(1)};
     follower.launch.block = kThreads;
     follower.launch.shared_bytes = split.shared_floats() * 4;
