@@ -41,8 +41,9 @@ check_sanitizer=${FUSEGEN_CHECK_SANITIZER:-1}
 sanitizer_timeout=${FUSEGEN_SANITIZER_TIMEOUT:-300}
 
 echo "== build ($build, -j$jobs)"
-# FUSEGEN_CMAKE_ARGS: extra configure arguments, e.g. on a GPU machine without
-# Clang's dev packages -DFUSEGEN_TEMPLATE_TEXT_PREBUILT=<TemplateText.h from a full build>.
+# FUSEGEN_CMAKE_ARGS: extra configure arguments, e.g. -DFUSEGEN_TEMPLATE_TEXT_PREBUILT=<TemplateText.h
+# from a full build> on a GPU machine without Clang's dev packages whose
+# templates differ from the committed copy (generated/), which it uses otherwise.
 # shellcheck disable=SC2086
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEGEN_WERROR=ON ${FUSEGEN_CMAKE_ARGS:-} >/dev/null || exit 1
 # Only what the check runs, so that unrelated work in progress cannot stop it.
