@@ -163,14 +163,18 @@ __device__ __forceinline__ bool half_out_of_range(int m) {
 // as its hi halves' bits.
 template <int kColumnLanes, bool kHalfBits, int kColumns>
 __device__ __forceinline__ bool fp16x3_in_range(const int (&row_max)[2], const int (&col_max)[kColumns]) {
+  // Every lane shuffles whatever it found so far (no short-circuit): the
+  // shuffles need the whole warp.
   bool out = false;
 #pragma unroll
-  for (int i = 0; i < 2; ++i)
-    out = out || fp32_out_of_range(lanes_max<4>(row_max[i]));
+  for (int i = 0; i < 2; ++i) {
+    const int m = lanes_max<4>(row_max[i]);
+    out = fp32_out_of_range(m) || out;
+  }
 #pragma unroll
   for (int i = 0; i < kColumns; ++i) {
     const int m = lanes_max<kColumnLanes>(col_max[i]);
-    out = out || (kHalfBits ? half_out_of_range(m) : fp32_out_of_range(m));
+    out = (kHalfBits ? half_out_of_range(m) : fp32_out_of_range(m)) || out;
   }
   return __syncthreads_or(out) == 0;
 }
