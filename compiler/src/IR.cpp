@@ -28,6 +28,17 @@ const char* precision_name(Precision precision) {
   return precision == Precision::Strict ? "strict" : "tf32";
 }
 
+const char* strict_product_name(StrictProduct product) {
+  return product == StrictProduct::FP16x3 ? "fp16x3" : "3xtf32";
+}
+
+std::optional<StrictProduct> parse_strict_product(const std::string& name) {
+  for (StrictProduct product : {StrictProduct::ThreeTF32, StrictProduct::FP16x3})
+    if (name == strict_product_name(product))
+      return product;
+  return std::nullopt;
+}
+
 std::string Dim::str() const { return is_constant() ? std::to_string(value_) : symbol_; }
 
 std::string shape_str(const Shape& shape) {

@@ -29,6 +29,7 @@ std::string CacheKey::material() const {
   out += "dims=" + dims_text(dims) + "\n";
   out += std::string("precision=") + precision_name(precision) + "\n";
   out += std::string("tuning=") + (autotuned ? "autotuned" : "heuristic") + "\n";
+  out += std::string("products=") + (strict_product ? strict_product_name(*strict_product) : "default") + "\n";
   for (const std::string& option : nvrtc_options)
     out += "option=" + option + "\n";
   return out;

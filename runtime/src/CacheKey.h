@@ -20,7 +20,8 @@ namespace fusegen::runtime {
 // Bump when the entry format or the meaning of a key field changes.
 // 2: the key names the generator's build identity instead of the generated
 // source's SHA-256. 3: the tuning field (heuristic or autotuned kernels).
-inline constexpr uint32_t kCacheSchemaVersion = 3;
+// 4: the products field (how strict GEMMs multiply).
+inline constexpr uint32_t kCacheSchemaVersion = 4;
 
 struct CacheKey {
   uint32_t schema = kCacheSchemaVersion;
@@ -37,6 +38,9 @@ struct CacheKey {
   // The kernels the heuristic picks, or the fastest candidates measured on
   // the device (autotuning): two entries that can live side by side.
   bool autotuned = false;
+  // How strict GEMMs multiply when the runtime asked for one way ("default":
+  // the generator's choice).
+  std::optional<StrictProduct> strict_product;
 
   // "key=value" lines in a fixed order; deterministic.
   std::string material() const;

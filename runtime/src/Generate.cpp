@@ -38,9 +38,10 @@ Fusion specialize_or_throw(const Fusion& fusion, const DimBindings& dims, const 
 }
 
 GeneratedUnit generate_unit(const Fusion& fusion, const DimBindings& dims, Precision precision, int arch,
-                            const SourceManager* sources, std::optional<GemmBlock> gemm_block) {
+                            const SourceManager* sources, std::optional<GemmBlock> gemm_block,
+                            std::optional<StrictProduct> strict_product) {
   Diagnostics diags;
-  Result<Lowered> lowered = lower(fusion, dims, LowerTarget{arch, precision, gemm_block, std::nullopt}, diags);
+  Result<Lowered> lowered = lower(fusion, dims, LowerTarget{arch, precision, gemm_block, strict_product}, diags);
   if (!lowered) {
     if (diags.has_errors())
       throw_unspecialized(fusion, dims, diags, sources);

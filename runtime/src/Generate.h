@@ -33,7 +33,9 @@ Fusion specialize_or_throw(const Fusion& fusion, const DimBindings& dims, const 
 // on the fusion, dims, precision and arch (not on file names), so warm-up and
 // the JIT produce identical bytes. `gemm_block` forces every GEMM kernel's
 // block (autotuning); a block a kernel cannot take is ErrorKind::Compile.
+// `strict_product` overrides the generator's choice for strict GEMMs.
 GeneratedUnit generate_unit(const Fusion& fusion, const DimBindings& dims, Precision precision, int arch,
-                            const SourceManager* sources, std::optional<GemmBlock> gemm_block = std::nullopt);
+                            const SourceManager* sources, std::optional<GemmBlock> gemm_block = std::nullopt,
+                            std::optional<StrictProduct> strict_product = std::nullopt);
 
 } // namespace fusegen::runtime

@@ -93,6 +93,7 @@ CacheKey KernelProvider::key_of(const KernelRequest& request, const NvrtcTarget&
   key.dims = request.dims;
   key.precision = request.precision;
   key.autotuned = request.autotuned;
+  key.strict_product = request.strict_product;
   return key;
 }
 
@@ -192,7 +193,7 @@ ProvidedKernels KernelProvider::compile(const KernelRequest& request, bool store
   ProvidedKernels out;
   out.key = key_of(request, target);
   GeneratedUnit unit = generate_unit(*request.fusion, request.dims, request.precision, target.arch, request.sources,
-                                     request.gemm_block);
+                                     request.gemm_block, request.strict_product);
   ++counters_.generations;
   const std::string program = failed_source_path(unit);
   Result<std::string> image = nvrtc_compile(unit.source, program, out.key.nvrtc_options, !target.cubin);

@@ -42,14 +42,15 @@ struct KernelRequest {
   Precision precision = Precision::Strict;
   int arch = 0; // the device's sm_XY as XY
   const SourceManager* sources = nullptr;
-  bool autotuned = false;              // the key's tuning field (CacheKey::autotuned)
-  std::optional<GemmBlock> gemm_block; // forced GEMM block (an autotuning candidate)
+  bool autotuned = false;                      // the key's tuning field (CacheKey::autotuned)
+  std::optional<GemmBlock> gemm_block;         // forced GEMM block (an autotuning candidate)
+  std::optional<StrictProduct> strict_product; // RuntimeOptions::strict_product (CacheKey::strict_product)
 };
 
 struct ProvidedKernels {
   Fusion concrete; // the fusion specialized at the dims
   CacheKey key;
-  CacheEntry entry; // launch plan and image
+  CacheEntry entry;         // launch plan and image
   bool from_disk = false;   // from a cache: the disk, or the remote cache (then also from_remote)
   bool from_remote = false; // fetched from the remote cache (and written to the disk cache)
   bool published = false;   // written to the remote cache by this process

@@ -130,6 +130,7 @@ std::shared_ptr<runtime::LoadedFusion> RuntimeState::build(const FunctionState& 
   request.fingerprint = function.fingerprint;
   request.dims = dims;
   request.precision = precision_of(*function.fusion);
+  request.strict_product = options.strict_product;
   request.arch = info.arch;
   request.sources = &function.program->sources;
   auto load_kernels = [&](const runtime::ProvidedKernels& kernels) { return load(kernels, info, context); };

@@ -132,6 +132,7 @@ WarmupReport warmup(const Module& module, const SourceManager& sources, const st
       request.fingerprint = jobs[i].fingerprint;
       request.dims = item.dims;
       request.precision = options.precision.value_or(jobs[i].fusion->precision);
+      request.strict_product = options.strict_product;
       request.arch = options.arch;
       request.sources = &sources;
       try {

@@ -32,7 +32,7 @@ TEST(CacheKey, MaterialIsDeterministicAndComplete) {
   CacheKey key = sample_key();
   EXPECT_EQ(key.material(), sample_key().material());
   EXPECT_EQ(key.material(), "fusegen-cache-key\n"
-                            "schema=3\n"
+                            "schema=4\n"
                             "fusegen=0.1.0\n"
                             "generator=" +
                                 std::string(64, 'b') +
@@ -47,6 +47,7 @@ TEST(CacheKey, MaterialIsDeterministicAndComplete) {
                                 "dims=M=8,N=1024\n"
                                 "precision=strict\n"
                                 "tuning=heuristic\n"
+                                "products=default\n"
                                 "option=--gpu-architecture=sm_90\n"
                                 "option=-default-device\n");
   EXPECT_EQ(key.file_name(), sha256_hex(key.material()) + ".fgc");
@@ -54,7 +55,7 @@ TEST(CacheKey, MaterialIsDeterministicAndComplete) {
 
 TEST(CacheKey, EveryFieldChangesTheEntryName) {
   const std::vector<std::function<void(CacheKey&)>> changes = {
-      [](CacheKey& k) { k.schema = 4; },
+      [](CacheKey& k) { k.schema = 5; },
       [](CacheKey& k) { k.fusegen_version = "0.2.0"; },
       [](CacheKey& k) { k.nvrtc_version = "12.4"; },
       [](CacheKey& k) { k.nvrtc_options.push_back("--ftz=false"); },
@@ -68,6 +69,8 @@ TEST(CacheKey, EveryFieldChangesTheEntryName) {
       [](CacheKey& k) { k.precision = Precision::TF32; },
       [](CacheKey& k) { k.generator[5] = 'c'; },
       [](CacheKey& k) { k.autotuned = true; },
+      [](CacheKey& k) { k.strict_product = StrictProduct::ThreeTF32; },
+      [](CacheKey& k) { k.strict_product = StrictProduct::FP16x3; },
   };
   std::set<std::string> names = {sample_key().file_name()};
   for (const auto& change : changes) {

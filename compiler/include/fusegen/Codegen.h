@@ -40,12 +40,6 @@ inline constexpr int kGemmSplits[] = {1, 2, 4, 8};
 // "128x64", or "64x64:8" with split-K.
 std::string format_gemm_block(const GemmBlock& block);
 
-// How strict precision's GEMMs multiply on tensor cores: 3xTF32, or FP16x3
-// where the target has it (Target::fp16x3_products; docs/kernels-gemm.md).
-enum class StrictProduct { ThreeTF32, FP16x3 };
-const char* strict_product_name(StrictProduct product); // "3xtf32", "fp16x3"
-std::optional<StrictProduct> parse_strict_product(const std::string& name);
-
 struct CodegenOptions {
   int arch = 90;                      // sm_XY as XY; 80 and above
   std::optional<Precision> precision; // overrides each fusion's own

@@ -105,6 +105,13 @@ struct FusionOutput {
 enum class Precision { Strict, TF32 };
 const char* precision_name(Precision precision);
 
+// How strict precision's GEMMs multiply on tensor cores: 3xTF32 (the
+// default), or FP16x3 where the target has it (Target::fp16x3_products;
+// docs/kernels-gemm.md "FP16x3").
+enum class StrictProduct { ThreeTF32, FP16x3 };
+const char* strict_product_name(StrictProduct product); // "3xtf32", "fp16x3"
+std::optional<StrictProduct> parse_strict_product(const std::string& name);
+
 struct Fusion {
   std::string name;
   SourceLoc loc;

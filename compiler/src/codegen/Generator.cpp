@@ -122,17 +122,6 @@ extern "C" __global__ void fusegen_fill(float* data, float value, long long coun
 
 } // namespace
 
-const char* strict_product_name(StrictProduct product) {
-  return product == StrictProduct::FP16x3 ? "fp16x3" : "3xtf32";
-}
-
-std::optional<StrictProduct> parse_strict_product(const std::string& name) {
-  for (StrictProduct product : {StrictProduct::ThreeTF32, StrictProduct::FP16x3})
-    if (name == strict_product_name(product))
-      return product;
-  return std::nullopt;
-}
-
 std::string format_gemm_block(const GemmBlock& block) {
   return std::to_string(block.rows) + "x" + std::to_string(block.cols) +
          (block.split_k > 1 ? ":" + std::to_string(block.split_k) : "");

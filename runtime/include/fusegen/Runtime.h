@@ -105,6 +105,9 @@ struct Stats {
 struct RuntimeOptions {
   // Overrides each fusion's own precision (strict: 1e-4 of float64; tf32).
   std::optional<Precision> precision;
+  // How strict GEMMs multiply: unset, the code generator's default (3xTF32);
+  // FP16x3 where the GPU has it (docs/kernels-gemm.md "FP16x3").
+  std::optional<StrictProduct> strict_product;
   // The disk cache of compiled kernels. The directory is `cache_dir` if set,
   // else $FUSEGEN_CACHE_DIR, $XDG_CACHE_HOME/fusegen or ~/.cache/fusegen;
   // FUSEGEN_CACHE=0 in the environment turns it off as well.

@@ -19,6 +19,7 @@ namespace fusegen {
 struct WarmupOptions {
   int arch = 90;                                        // the GPU's sm_XY as XY
   std::optional<Precision> precision;                   // as RuntimeOptions::precision
+  std::optional<StrictProduct> strict_product;          // as RuntimeOptions::strict_product
   int jobs = 1;                                         // compilations in parallel
   std::string cache_dir;                                // empty: where a Runtime would look
   RemoteCacheOptions remote_cache;                      // as RuntimeOptions::remote_cache
