@@ -3,7 +3,6 @@
 // [--remote-cache URL]`: a single archive of signed entries, for machines
 // that cannot reach the fleet's remote cache.
 #ifdef FUSEGEN_HAVE_RUNTIME
-#include "CommandLine.h"
 #include "Commands.h"
 
 #include "fusegen/CacheAdmin.h"
@@ -62,11 +61,11 @@ int verify(const CacheContents& contents) {
 }
 
 int export_or_import(const std::string& action, const std::string& file, const std::string& dir,
-                     const CommandLine& line) {
-  const std::string key_file = line.value("cache-key-file");
+                     const CacheArgs& args) {
+  const std::string& key_file = args.cache_key_file;
   Result<ArchiveReport> done = Error{""};
   RemoteCacheOptions remote;
-  remote.url = line.value("remote-cache");
+  remote.url = args.remote_cache.value_or("");
   remote.key_file = key_file;
   if (action == "export")
     done = export_cache(dir, file, key_file);
@@ -96,30 +95,22 @@ int export_or_import(const std::string& action, const std::string& file, const s
 
 } // namespace
 
-int cache_command(const std::vector<std::string>& args) {
-  Result<CommandLine> parsed = parse_command_line(
-      args, {{"cache-dir", true, false}, {"cache-key-file", true, false}, {"remote-cache", true, false}});
-  if (!parsed) {
-    std::cerr << "fusegen cache: error: " << parsed.error() << "\n";
-    return kExitUsage;
-  }
-  const CommandLine& line = parsed.value();
-  const std::string action = line.positional.empty() ? "" : line.positional[0];
+int cache_command(const CacheArgs& args) {
+  const std::string action = args.words.empty() ? "" : args.words[0];
   const bool archive = action == "export" || action == "import";
   const size_t expected = archive ? 2 : 1;
-  if ((!archive && action != "stats" && action != "verify" && action != "clear") ||
-      line.positional.size() != expected) {
+  if ((!archive && action != "stats" && action != "verify" && action != "clear") || args.words.size() != expected) {
     std::cerr << "fusegen cache: error: expected stats, verify, clear or export|import FILE (usage: fusegen cache "
                  "stats|verify|clear [--cache-dir D], fusegen cache export|import FILE [--cache-dir D] "
                  "[--cache-key-file K] [--remote-cache URL])\n";
     return kExitUsage;
   }
-  if (line.has("remote-cache") && action != "import") {
+  if (args.remote_cache && action != "import") {
     std::cerr << "fusegen cache: error: --remote-cache goes with import (export reads the disk cache)\n";
     return kExitUsage;
   }
   // An explicit directory is used even when FUSEGEN_CACHE=0 turns the cache off for runs.
-  std::string dir = line.value("cache-dir");
+  std::string dir = args.cache_dir;
   if (dir.empty()) {
     CacheLocation where = cache_location();
     if (!where.enabled) {
@@ -130,7 +121,7 @@ int cache_command(const std::vector<std::string>& args) {
   }
   std::cout << "cache directory: " << dir << "\n";
   if (archive)
-    return export_or_import(action, line.positional[1], dir, line);
+    return export_or_import(action, args.words[1], dir, args);
   if (action == "clear") {
     Result<CacheClearReport> cleared = clear_cache(dir);
     if (!cleared) {

@@ -1,6 +1,5 @@
 // `fusegen check SPEC [--dims N=128] [--dump-after=PASS]`: parse and verify;
 // print each fusion's signature and inferred output shapes.
-#include "CommandLine.h"
 #include "Commands.h"
 
 #include "fusegen/IRPrinter.h"
@@ -20,13 +19,15 @@ void print_signature(const Fusion& fusion, const Fusion& shapes) {
   std::cout << "fusion " << fusion.name << " (precision=" << precision_name(fusion.precision) << ")\n";
   for (ValueId id : fusion.arguments) {
     const Value& v = fusion.value(id);
-    std::cout << "  " << std::left << std::setw(6) << value_kind_name(v.kind) << " " << std::setw(static_cast<int>(width))
-              << v.name << " : " << dtype_name(v.type.dtype) << shape_str(v.type.shape) << "\n";
+    std::cout << "  " << std::left << std::setw(6) << value_kind_name(v.kind) << " "
+              << std::setw(static_cast<int>(width)) << v.name << " : " << dtype_name(v.type.dtype)
+              << shape_str(v.type.shape) << "\n";
   }
   for (const FusionOutput& output : shapes.outputs) {
     const Value& v = shapes.value(output.value);
-    std::cout << "  " << std::left << std::setw(6) << "output" << " " << std::setw(static_cast<int>(width))
-              << output.name << " : " << dtype_name(v.type.dtype) << shape_str(v.type.shape) << "\n";
+    std::cout << "  " << std::left << std::setw(6) << "output"
+              << " " << std::setw(static_cast<int>(width)) << output.name << " : " << dtype_name(v.type.dtype)
+              << shape_str(v.type.shape) << "\n";
   }
   std::vector<std::string> symbols = fusion.symbols();
   if (!symbols.empty()) {
@@ -43,25 +44,18 @@ void print_signature(const Fusion& fusion, const Fusion& shapes) {
 
 } // namespace
 
-int check_command(const std::vector<std::string>& args) {
-  Result<CommandLine> line = parse_command_line(
-      args, {{"dims", true, true}, {"dump-after", true, false}});
-  if (!line) {
-    std::cerr << "fusegen check: error: " << line.error() << "\n";
-    return kExitUsage;
-  }
-  if (line.value().positional.size() != 1) {
+int check_command(const CheckArgs& args) {
+  if (args.specs.size() != 1) {
     std::cerr << "fusegen check: error: expected one spec file (usage: fusegen check SPEC)\n";
     return kExitUsage;
   }
-  Result<DimBindings> dims = parse_dims(line.value().values["dims"]);
+  Result<DimBindings> dims = parse_dims(args.dims);
   if (!dims) {
     std::cerr << "fusegen check: error: " << dims.error() << "\n";
     return kExitUsage;
   }
   int exit_code = kExitOk;
-  std::unique_ptr<LoadedSpec> spec =
-      load_spec(line.value().positional[0], line.value().value("dump-after"), exit_code);
+  std::unique_ptr<LoadedSpec> spec = load_spec(args.specs[0], args.dump_after, exit_code);
   if (!spec)
     return exit_code;
   if (!dims_are_known(*spec, dims.value(), "check"))

@@ -15,22 +15,82 @@
 
 namespace fusegen::cli {
 
-// Documented exit codes.
+// The exit codes of every command (docs/cli.md).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitSpecError = 1; // diagnostics, or a failed run
 inline constexpr int kExitUsage = 2;     // bad command line, unreadable or unwritable file
 
-int check_command(const std::vector<std::string>& args);
-int run_command(const std::vector<std::string>& args);
-int plan_command(const std::vector<std::string>& args);
-// `fusegen SPEC -o kernels.cu ...` (no subcommand word).
-int generate_command(const std::vector<std::string>& args);
+// Each command's options as parsed (CommandLine.cpp declares them to CLI11).
+// The commands check the values themselves, so that an error names the form
+// expected; an optional is an option whose presence counts even when given
+// empty (`--fusion ''` names no fusion; it does not mean "the only one").
+struct GenerateArgs {
+  std::vector<std::string> specs;            // the positionals: exactly one is expected
+  std::optional<std::string> output, header; // -o (stdout without it), -H
+  std::vector<std::string> dims;             // each --dims: "N=128,M=64"
+  std::string arch = "sm_90";
+  std::string precision; // "": each fusion's own
+  std::optional<std::string> gemm_block;
+  std::string emit = "cuda";
+  std::string dump_after;
+};
+
+struct CheckArgs {
+  std::vector<std::string> specs;
+  std::vector<std::string> dims;
+  std::string dump_after;
+};
+
+struct PlanArgs {
+  std::vector<std::string> specs;
+  std::string fusion; // "": every fusion
+  std::vector<std::string> dims;
+  std::string dump_after;
+};
+
+// `run` on the reference interpreter, or with --device on the GPU (the
+// device's options need --device; CLI11 refuses them without it).
+struct RunArgs {
+  std::vector<std::string> specs;
+  std::optional<std::string> fusion;
+  std::vector<std::string> dims;
+  std::string seed = "0";
+  std::optional<std::string> inputs;
+  bool device = false;
+  // The reference run's.
+  std::optional<std::string> save;
+  std::string dump_after;
+  // The device run's.
+  bool compare = false;
+  std::optional<std::string> expect;
+  std::string precision, cache_dir, remote_cache, cache_key_file;
+};
+
+struct WarmupArgs {
+  std::vector<std::string> specs;
+  std::vector<std::string> dims; // each a list of values: N=128,1024
+  std::string arch = "sm_90";
+  std::string precision;
+  std::string jobs = "1";
+  std::string cache_dir, remote_cache, cache_key_file;
+};
+
+struct CacheArgs {
+  std::vector<std::string> words; // the action, and FILE for export and import
+  std::string cache_dir, cache_key_file;
+  std::optional<std::string> remote_cache;
+};
+
+// The commands; each returns the process exit code.
+int generate_command(const GenerateArgs& args); // `fusegen [generate] SPEC -o kernels.cu ...`
+int check_command(const CheckArgs& args);
+int plan_command(const PlanArgs& args);
+int run_command(const RunArgs& args); // --device: device_run_command
 // The JIT runtime's commands (WarmupCommand.cpp, CacheCommand.cpp,
 // DeviceRunCommand.cpp; RuntimeUnavailable.cpp in builds without NVRTC).
-int warmup_command(const std::vector<std::string>& args);
-int cache_command(const std::vector<std::string>& args);
-// `fusegen run ... --device`.
-int device_run_command(const std::vector<std::string>& args);
+int warmup_command(const WarmupArgs& args);
+int cache_command(const CacheArgs& args);
+int device_run_command(const RunArgs& args);
 
 // A spec loaded and compiled for a command; diagnostics already printed.
 struct LoadedSpec {
@@ -40,8 +100,7 @@ struct LoadedSpec {
 
 // Reads and compiles `path`; prints diagnostics to stderr. Sets `exit_code`
 // and returns null on failure.
-std::unique_ptr<LoadedSpec> load_spec(const std::string& path, const std::string& dump_after,
-                                      int& exit_code);
+std::unique_ptr<LoadedSpec> load_spec(const std::string& path, const std::string& dump_after, int& exit_code);
 
 // The fusion named `name`, or every fusion when `name` is empty.
 Result<std::vector<const Fusion*>> select_fusions(const Module& module, const std::string& name);

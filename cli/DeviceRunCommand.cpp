@@ -5,9 +5,8 @@
 // output and state tensor against the reference interpreter, --expect against
 // DIR/<name>.npy (e.g. PyTorch's results, scripts/torch_reference.py).
 #ifdef FUSEGEN_HAVE_RUNTIME
-#include "CommandLine.h"
 #include "Commands.h"
-#include "RuntimeCli.h"
+#include "OptionValues.h"
 
 #include "fusegen/Interpreter.h"
 #include "fusegen/Npy.h"
@@ -180,33 +179,16 @@ int run_on_device(const std::string& path, const Fusion& fusion, const Fusion& c
 
 } // namespace
 
-int device_run_command(const std::vector<std::string>& args) {
-  Result<CommandLine> parsed = parse_command_line(args, {{"fusion", true, false},
-                                                         {"dims", true, true},
-                                                         {"seed", true, false},
-                                                         {"device", false, false},
-                                                         {"compare", false, false},
-                                                         {"inputs", true, false},
-                                                         {"expect", true, false},
-                                                         {"precision", true, false},
-                                                         {"cache-dir", true, false},
-                                                         {"remote-cache", true, false},
-                                                         {"cache-key-file", true, false}});
-  if (!parsed) {
-    std::cerr << "fusegen run: error: " << parsed.error() << "\n";
-    return kExitUsage;
-  }
-  const CommandLine& line = parsed.value();
-  if (line.positional.size() != 1) {
+int device_run_command(const RunArgs& args) {
+  if (args.specs.size() != 1) {
     std::cerr << "fusegen run: error: expected one spec file (usage: fusegen run SPEC --device --fusion NAME "
                  "--dims N=128 [--compare])\n";
     return kExitUsage;
   }
-  Result<DimBindings> dims =
-      parse_dims(line.values.count("dims") ? line.values.at("dims") : std::vector<std::string>{});
-  Result<std::optional<Precision>> precision = parse_precision(line.value("precision"));
+  Result<DimBindings> dims = parse_dims(args.dims);
+  Result<std::optional<Precision>> precision = parse_precision(args.precision);
   uint64_t seed = 0;
-  std::string seed_text = line.value("seed", "0");
+  const std::string& seed_text = args.seed;
   auto [end, ec] = std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), seed);
   std::string usage_error;
   if (!dims)
@@ -215,24 +197,24 @@ int device_run_command(const std::vector<std::string>& args) {
     usage_error = precision.error();
   else if (ec != std::errc() || end != seed_text.data() + seed_text.size())
     usage_error = "bad --seed '" + seed_text + "' (expected a non-negative integer)";
-  else if (line.has("expect") && !line.has("inputs"))
+  else if (args.expect && !args.inputs)
     usage_error = "--expect needs --inputs (the expected tensors are for given inputs)";
-  else if (line.has("expect") && line.has("compare"))
+  else if (args.expect && args.compare)
     usage_error = "use --compare or --expect, not both";
   if (!usage_error.empty()) {
     std::cerr << "fusegen run: error: " << usage_error << "\n";
     return kExitUsage;
   }
   int exit_code = kExitOk;
-  const std::string& path = line.positional[0];
+  const std::string& path = args.specs[0];
   std::unique_ptr<LoadedSpec> spec = load_spec(path, "", exit_code);
   if (!spec)
     return exit_code;
   const Fusion* fusion = nullptr;
-  if (line.has("fusion")) {
-    fusion = spec->module.find(line.value("fusion"));
+  if (args.fusion) {
+    fusion = spec->module.find(*args.fusion);
     if (!fusion) {
-      std::cerr << "fusegen run: error: no fusion named '" << line.value("fusion") << "' in " << path << "\n";
+      std::cerr << "fusegen run: error: no fusion named '" << *args.fusion << "' in " << path << "\n";
       return kExitUsage;
     }
   } else if (spec->module.fusions.size() == 1) {
@@ -254,7 +236,7 @@ int device_run_command(const std::vector<std::string>& args) {
   if (!concrete)
     return kExitSpecError;
 
-  if (line.has("compare")) {
+  if (args.compare) {
     if (Status fits = check_interpreter_size(*concrete); !fits) {
       std::cerr << "fusegen run: error: " << fits.error() << " (--compare runs the reference interpreter)\n";
       return kExitSpecError;
@@ -265,27 +247,27 @@ int device_run_command(const std::vector<std::string>& args) {
   std::map<std::string, HostTensor> inputs;
   std::string inputs_label = "seed " + std::to_string(seed);
   Check check;
-  check.reference = line.has("compare");
+  check.reference = args.compare;
   try {
-    if (line.has("inputs")) {
-      Result<std::map<std::string, HostTensor>> loaded = load_arguments(line.value("inputs"), *concrete);
+    if (args.inputs) {
+      Result<std::map<std::string, HostTensor>> loaded = load_arguments(*args.inputs, *concrete);
       if (!loaded) {
         std::cerr << "fusegen run: error: --inputs: " << loaded.error() << "\n";
         return kExitUsage;
       }
       inputs = std::move(loaded.value());
-      inputs_label = "inputs " + line.value("inputs");
+      inputs_label = "inputs " + *args.inputs;
     } else {
       inputs = make_random_arguments(*concrete, seed);
     }
-    if (line.has("expect")) {
+    if (args.expect) {
       std::vector<std::pair<std::string, const Value*>> results;
       for (const FusionOutput& output : concrete->outputs)
         results.emplace_back(output.name, &concrete->value(output.value));
       for (ValueId id : concrete->arguments)
         if (concrete->value(id).kind == ValueKind::State)
           results.emplace_back(concrete->value(id).name, &concrete->value(id));
-      Result<std::map<std::string, HostTensor>> loaded = load_tensors(line.value("expect"), results);
+      Result<std::map<std::string, HostTensor>> loaded = load_tensors(*args.expect, results);
       if (!loaded) {
         std::cerr << "fusegen run: error: --expect: " << loaded.error() << "\n";
         return kExitUsage;
@@ -298,9 +280,9 @@ int device_run_command(const std::vector<std::string>& args) {
   }
   RuntimeOptions options;
   options.precision = precision.value();
-  options.cache_dir = line.value("cache-dir");
-  options.remote_cache.url = line.value("remote-cache");
-  options.remote_cache.key_file = line.value("cache-key-file");
+  options.cache_dir = args.cache_dir;
+  options.remote_cache.url = args.remote_cache;
+  options.remote_cache.key_file = args.cache_key_file;
   try {
     return run_on_device(path, *fusion, *concrete, std::move(inputs), inputs_label, check, options);
   } catch (const RuntimeError& error) {

@@ -1,8 +1,8 @@
 // `fusegen SPEC -o kernels.cu [-H kernels.h] [--dims N=1024] [--arch sm_90]
 //  [--precision strict|tf32] [--gemm-block 128x64] [--emit=ir|plan|cuda]`:
 //  offline generation.
-#include "CommandLine.h"
 #include "Commands.h"
+#include "OptionValues.h"
 #include "OutputFile.h"
 
 #include "fusegen/Codegen.h"
@@ -28,31 +28,19 @@ Result<GemmBlock> parse_gemm_block(const std::string& text) {
 
 } // namespace
 
-int generate_command(const std::vector<std::string>& args) {
-  Result<CommandLine> parsed = parse_command_line(args, {{"o", true, false},
-                                                         {"H", true, false},
-                                                         {"dims", true, true},
-                                                         {"arch", true, false},
-                                                         {"precision", true, false},
-                                                         {"gemm-block", true, false},
-                                                         {"emit", true, false},
-                                                         {"dump-after", true, false}});
-  if (!parsed) {
-    std::cerr << "fusegen: error: " << parsed.error() << "\n";
-    return kExitUsage;
-  }
-  const CommandLine& line = parsed.value();
-  if (line.positional.size() != 1) {
+int generate_command(const GenerateArgs& args) {
+  if (args.specs.size() != 1) {
     std::cerr << "fusegen: error: expected one spec file (usage: fusegen SPEC -o kernels.cu [-H kernels.h])\n";
     return kExitUsage;
   }
-  Result<DimBindings> dims = parse_dims(line.values.count("dims") ? line.values.at("dims") : std::vector<std::string>{});
-  Result<int> arch = parse_sm_arch(line.value("arch", "sm_90"));
-  std::string emit = line.value("emit", "cuda");
-  std::string precision_text = line.value("precision");
+  const std::string& path = args.specs[0];
+  Result<DimBindings> dims = parse_dims(args.dims);
+  Result<int> arch = parse_sm_arch(args.arch);
+  Result<std::optional<Precision>> precision = parse_precision(args.precision);
   std::optional<Result<GemmBlock>> gemm_block;
-  if (line.has("gemm-block"))
-    gemm_block = parse_gemm_block(line.value("gemm-block"));
+  if (args.gemm_block)
+    gemm_block = parse_gemm_block(*args.gemm_block);
+  const std::string& emit = args.emit;
   std::string usage_error;
   if (!dims)
     usage_error = dims.error();
@@ -60,8 +48,8 @@ int generate_command(const std::vector<std::string>& args) {
     usage_error = arch.error();
   else if (emit != "cuda" && emit != "plan" && emit != "ir")
     usage_error = "bad --emit '" + emit + "' (expected ir, plan or cuda)";
-  else if (!precision_text.empty() && precision_text != "strict" && precision_text != "tf32")
-    usage_error = "bad --precision '" + precision_text + "' (expected strict or tf32)";
+  else if (!precision)
+    usage_error = precision.error();
   else if (gemm_block && !*gemm_block)
     usage_error = gemm_block->error();
   if (!usage_error.empty()) {
@@ -69,7 +57,7 @@ int generate_command(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   int exit_code = kExitOk;
-  std::unique_ptr<LoadedSpec> spec = load_spec(line.positional[0], line.value("dump-after"), exit_code);
+  std::unique_ptr<LoadedSpec> spec = load_spec(path, args.dump_after, exit_code);
   if (!spec)
     return exit_code;
   if (!dims_are_known(*spec, dims.value(), ""))
@@ -77,10 +65,9 @@ int generate_command(const std::vector<std::string>& args) {
 
   CodegenOptions options;
   options.arch = arch.value();
-  options.source_name = line.positional[0];
+  options.source_name = path;
   options.arch_guard = true; // a file nvcc may compile for any -arch
-  if (!precision_text.empty())
-    options.precision = precision_text == "tf32" ? Precision::TF32 : Precision::Strict;
+  options.precision = precision.value();
   if (gemm_block)
     options.gemm_block = gemm_block->value();
   std::vector<Plan> plans;
@@ -107,25 +94,25 @@ int generate_command(const std::vector<std::string>& args) {
     text = std::move(code.value().source);
     header = std::move(code.value().header);
   }
-  const std::vector<std::string> inputs = {line.positional[0]};
-  if (line.has("H")) {
+  const std::vector<std::string> inputs = {path};
+  if (args.header) {
     if (emit != "cuda") {
       std::cerr << "fusegen: error: -H needs --emit=cuda\n";
       return kExitUsage;
     }
-    if (line.has("o") && line.value("o") == line.value("H")) {
-      std::cerr << "fusegen: error: -o and -H name the same file " << line.value("o") << "\n";
+    if (args.output && *args.output == *args.header) {
+      std::cerr << "fusegen: error: -o and -H name the same file " << *args.output << "\n";
       return kExitUsage;
     }
   }
-  if (!line.has("o")) {
+  if (!args.output) {
     std::cout << text;
-  } else if (Status written = write_output_file(line.value("o"), text, inputs); !written) {
+  } else if (Status written = write_output_file(*args.output, text, inputs); !written) {
     std::cerr << "fusegen: error: " << written.error() << "\n";
     return kExitUsage;
   }
-  if (line.has("H")) {
-    if (Status written = write_output_file(line.value("H"), header, inputs); !written) {
+  if (args.header) {
+    if (Status written = write_output_file(*args.header, header, inputs); !written) {
       std::cerr << "fusegen: error: " << written.error() << "\n";
       return kExitUsage;
     }

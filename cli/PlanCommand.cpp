@@ -1,5 +1,4 @@
 // `fusegen plan SPEC [--fusion NAME] [--dims N=1024]`: print the fusion plan.
-#include "CommandLine.h"
 #include "Commands.h"
 
 #include "fusegen/Codegen.h"
@@ -10,9 +9,7 @@
 namespace fusegen::cli {
 namespace {
 
-std::string size_text(const SizeExpr& size) {
-  return size.value ? std::to_string(*size.value) : size.c;
-}
+std::string size_text(const SizeExpr& size) { return size.value ? std::to_string(*size.value) : size.c; }
 
 // Grid and block of each kernel, from the code generator's launch metadata.
 void print_launches(const Plan& plan) {
@@ -36,30 +33,23 @@ void print_launches(const Plan& plan) {
 
 } // namespace
 
-int plan_command(const std::vector<std::string>& args) {
-  Result<CommandLine> parsed =
-      parse_command_line(args, {{"fusion", true, false}, {"dims", true, true}, {"dump-after", true, false}});
-  if (!parsed) {
-    std::cerr << "fusegen plan: error: " << parsed.error() << "\n";
-    return kExitUsage;
-  }
-  const CommandLine& line = parsed.value();
-  if (line.positional.size() != 1) {
+int plan_command(const PlanArgs& args) {
+  if (args.specs.size() != 1) {
     std::cerr << "fusegen plan: error: expected one spec file (usage: fusegen plan SPEC [--dims N=1024])\n";
     return kExitUsage;
   }
-  Result<DimBindings> dims = parse_dims(line.values.count("dims") ? line.values.at("dims") : std::vector<std::string>{});
+  Result<DimBindings> dims = parse_dims(args.dims);
   if (!dims) {
     std::cerr << "fusegen plan: error: " << dims.error() << "\n";
     return kExitUsage;
   }
   int exit_code = kExitOk;
-  std::unique_ptr<LoadedSpec> spec = load_spec(line.positional[0], line.value("dump-after"), exit_code);
+  std::unique_ptr<LoadedSpec> spec = load_spec(args.specs[0], args.dump_after, exit_code);
   if (!spec)
     return exit_code;
   if (!dims_are_known(*spec, dims.value(), "plan"))
     return kExitUsage;
-  Result<std::vector<const Fusion*>> selected = select_fusions(spec->module, line.value("fusion"));
+  Result<std::vector<const Fusion*>> selected = select_fusions(spec->module, args.fusion);
   if (!selected) {
     std::cerr << "fusegen plan: error: " << selected.error() << "\n";
     return kExitUsage;

@@ -1,7 +1,6 @@
 // `fusegen run SPEC --fusion NAME --dims N=128 [--seed S | --inputs DIR] --reference [--save DIR]`:
 // random inputs (or DIR/<name>.npy), the reference interpreter, and a summary
 // of each output.
-#include "CommandLine.h"
 #include "Commands.h"
 
 #include "fusegen/Interpreter.h"
@@ -25,8 +24,8 @@ void print_summary(const std::string& kind, const std::string& name, const HostT
     abs_sum += std::fabs(x);
   }
   char line[256];
-  std::snprintf(line, sizeof line, "%s %s: f32%s  sum=%.10g  mean_abs=%.10g  first:", kind.c_str(),
-                name.c_str(), shape_str(tensor.shape).c_str(), sum,
+  std::snprintf(line, sizeof line, "%s %s: f32%s  sum=%.10g  mean_abs=%.10g  first:", kind.c_str(), name.c_str(),
+                shape_str(tensor.shape).c_str(), sum,
                 tensor.data.empty() ? 0.0 : abs_sum / static_cast<double>(tensor.data.size()));
   std::cout << line;
   for (size_t i = 0; i < tensor.data.size() && i < 8; ++i) {
@@ -58,45 +57,37 @@ Status save_all(const std::string& dir, const std::map<std::string, HostTensor>&
 
 } // namespace
 
-int run_command(const std::vector<std::string>& args) {
-  Result<CommandLine> parsed = parse_command_line(args, {{"fusion", true, false},
-                                                         {"dims", true, true},
-                                                         {"seed", true, false},
-                                                         {"reference", false, false},
-                                                         {"save", true, false},
-                                                         {"inputs", true, false},
-                                                         {"dump-after", true, false}});
-  if (!parsed) {
-    std::cerr << "fusegen run: error: " << parsed.error() << "\n";
+int run_command(const RunArgs& args) {
+  if (args.device)
+    return device_run_command(args);
+  if (args.specs.size() != 1) {
+    std::cerr << "fusegen run: error: expected one spec file (usage: fusegen run SPEC --fusion NAME --dims N=128 "
+                 "--reference)\n";
     return kExitUsage;
   }
-  const CommandLine& line = parsed.value();
-  if (line.positional.size() != 1) {
-    std::cerr << "fusegen run: error: expected one spec file (usage: fusegen run SPEC --fusion NAME --dims N=128 --reference)\n";
-    return kExitUsage;
-  }
-  Result<DimBindings> dims = parse_dims(line.values.count("dims") ? line.values.at("dims") : std::vector<std::string>{});
+  const std::string& path = args.specs[0];
+  Result<DimBindings> dims = parse_dims(args.dims);
   if (!dims) {
     std::cerr << "fusegen run: error: " << dims.error() << "\n";
     return kExitUsage;
   }
   uint64_t seed = 0;
-  std::string seed_text = line.value("seed", "0");
+  const std::string& seed_text = args.seed;
   auto [end, ec] = std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), seed);
   if (ec != std::errc() || end != seed_text.data() + seed_text.size()) {
     std::cerr << "fusegen run: error: bad --seed '" << seed_text << "' (expected a non-negative integer)\n";
     return kExitUsage;
   }
   int exit_code = kExitOk;
-  std::unique_ptr<LoadedSpec> spec = load_spec(line.positional[0], line.value("dump-after"), exit_code);
+  std::unique_ptr<LoadedSpec> spec = load_spec(path, args.dump_after, exit_code);
   if (!spec)
     return exit_code;
 
   const Fusion* fusion = nullptr;
-  if (line.has("fusion")) {
-    fusion = spec->module.find(line.value("fusion"));
+  if (args.fusion) {
+    fusion = spec->module.find(*args.fusion);
     if (!fusion) {
-      std::cerr << "fusegen run: error: no fusion named '" << line.value("fusion") << "' in " << line.positional[0] << "\n";
+      std::cerr << "fusegen run: error: no fusion named '" << *args.fusion << "' in " << path << "\n";
       return kExitUsage;
     }
   } else if (spec->module.fusions.size() == 1) {
@@ -121,14 +112,14 @@ int run_command(const std::vector<std::string>& args) {
   }
   std::map<std::string, HostTensor> inputs;
   std::string inputs_label = "seed " + std::to_string(seed);
-  if (line.has("inputs")) {
-    Result<std::map<std::string, HostTensor>> loaded = load_arguments(line.value("inputs"), *concrete);
+  if (args.inputs) {
+    Result<std::map<std::string, HostTensor>> loaded = load_arguments(*args.inputs, *concrete);
     if (!loaded) {
       std::cerr << "fusegen run: error: --inputs: " << loaded.error() << "\n";
       return kExitUsage;
     }
     inputs = std::move(loaded.value());
-    inputs_label = "inputs " + line.value("inputs");
+    inputs_label = "inputs " + *args.inputs;
   } else {
     inputs = make_random_arguments(*concrete, seed);
   }
@@ -140,19 +131,19 @@ int run_command(const std::vector<std::string>& args) {
   std::cout << "fusion " << fusion->name << " on the reference interpreter (float64), " << inputs_label << "\n";
   for (ValueId id : concrete->arguments) {
     const Value& arg = concrete->value(id);
-    std::cout << "  " << value_kind_name(arg.kind) << " " << arg.name << ": f32" << shape_str(arg.type.shape)
-              << " " << init_rule_name(*concrete, id) << "\n";
+    std::cout << "  " << value_kind_name(arg.kind) << " " << arg.name << ": f32" << shape_str(arg.type.shape) << " "
+              << init_rule_name(*concrete, id) << "\n";
   }
   for (const auto& [name, tensor] : result.value().outputs)
     print_summary("output", name, tensor);
   for (const auto& [name, tensor] : result.value().state)
     print_summary("state", name, tensor);
-  if (line.has("save")) {
-    if (Status saved = save_all(line.value("save"), inputs, result.value()); !saved) {
+  if (args.save) {
+    if (Status saved = save_all(*args.save, inputs, result.value()); !saved) {
       std::cerr << "fusegen run: error: " << saved.error() << "\n";
       return kExitSpecError;
     }
-    std::cout << "saved inputs and outputs under " << line.value("save") << "\n";
+    std::cout << "saved inputs and outputs under " << *args.save << "\n";
   }
   return kExitOk;
 }

@@ -16,9 +16,9 @@ int unavailable(const char* command) {
 
 } // namespace
 
-int warmup_command(const std::vector<std::string>&) { return unavailable("warmup"); }
-int cache_command(const std::vector<std::string>&) { return unavailable("cache"); }
-int device_run_command(const std::vector<std::string>&) { return unavailable("run --device"); }
+int warmup_command(const WarmupArgs&) { return unavailable("warmup"); }
+int cache_command(const CacheArgs&) { return unavailable("cache"); }
+int device_run_command(const RunArgs&) { return unavailable("run --device"); }
 
 } // namespace fusegen::cli
 #endif // FUSEGEN_HAVE_RUNTIME

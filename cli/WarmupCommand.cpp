@@ -3,8 +3,8 @@
 // compiles every fusion of SPEC for each binding into the disk cache, and the
 // fleet's remote cache when there is one, without a GPU.
 #ifdef FUSEGEN_HAVE_RUNTIME
-#include "CommandLine.h"
 #include "Commands.h"
+#include "OptionValues.h"
 #include "RuntimeCli.h"
 
 #include "fusegen/Runtime.h"
@@ -15,31 +15,19 @@
 
 namespace fusegen::cli {
 
-int warmup_command(const std::vector<std::string>& args) {
-  Result<CommandLine> parsed = parse_command_line(args, {{"dims", true, true},
-                                                         {"arch", true, false},
-                                                         {"precision", true, false},
-                                                         {"jobs", true, false},
-                                                         {"cache-dir", true, false},
-                                                         {"remote-cache", true, false},
-                                                         {"cache-key-file", true, false}});
-  if (!parsed) {
-    std::cerr << "fusegen warmup: error: " << parsed.error() << "\n";
-    return kExitUsage;
-  }
-  const CommandLine& line = parsed.value();
-  if (line.positional.size() != 1) {
+int warmup_command(const WarmupArgs& args) {
+  if (args.specs.size() != 1) {
     std::cerr << "fusegen warmup: error: expected one spec file (usage: fusegen warmup SPEC --dims N=128,1024 "
                  "[--arch sm_90] [--precision strict|tf32] [--jobs 4] [--cache-dir D] [--remote-cache URL] "
                  "[--cache-key-file K])\n";
     return kExitUsage;
   }
-  Result<std::vector<DimBindings>> bindings =
-      expand_dim_lists(line.values.count("dims") ? line.values.at("dims") : std::vector<std::string>{});
-  Result<int> arch = parse_sm_arch(line.value("arch", "sm_90"));
-  Result<std::optional<Precision>> precision = parse_precision(line.value("precision"));
+  const std::string& path = args.specs[0];
+  Result<std::vector<DimBindings>> bindings = expand_dim_lists(args.dims);
+  Result<int> arch = parse_sm_arch(args.arch);
+  Result<std::optional<Precision>> precision = parse_precision(args.precision);
   int jobs = 1;
-  std::string jobs_text = line.value("jobs", "1");
+  const std::string& jobs_text = args.jobs;
   auto [end, ec] = std::from_chars(jobs_text.data(), jobs_text.data() + jobs_text.size(), jobs);
   std::string usage_error;
   if (!bindings)
@@ -55,7 +43,7 @@ int warmup_command(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   int exit_code = kExitOk;
-  std::unique_ptr<LoadedSpec> spec = load_spec(line.positional[0], "", exit_code);
+  std::unique_ptr<LoadedSpec> spec = load_spec(path, "", exit_code);
   if (!spec)
     return exit_code;
   std::vector<std::string> dim_names;
@@ -69,9 +57,9 @@ int warmup_command(const std::vector<std::string>& args) {
   options.arch = arch.value();
   options.precision = precision.value();
   options.jobs = jobs;
-  options.cache_dir = line.value("cache-dir");
-  options.remote_cache.url = line.value("remote-cache");
-  options.remote_cache.key_file = line.value("cache-key-file");
+  options.cache_dir = args.cache_dir;
+  options.remote_cache.url = args.remote_cache;
+  options.remote_cache.key_file = args.cache_key_file;
   WarmupReport report;
   try {
     report = warmup(spec->module, spec->sources, bindings.value(), options);
@@ -79,8 +67,8 @@ int warmup_command(const std::vector<std::string>& args) {
     std::cerr << "fusegen warmup: error: " << error.what() << "\n";
     return kExitSpecError;
   }
-  std::cout << "warmup " << line.positional[0] << " for sm_" << options.arch << " (" << report.target << ") into "
-            << report.cache_dir << "\n";
+  std::cout << "warmup " << path << " for sm_" << options.arch << " (" << report.target << ") into " << report.cache_dir
+            << "\n";
   for (const WarmupItem& item : report.items) {
     const std::string outcome = warmup_outcome_name(item.outcome);
     std::cout << "  " << outcome << std::string(outcome.size() < 10 ? 10 - outcome.size() : 1, ' ') << item.fusion

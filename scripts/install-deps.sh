@@ -9,6 +9,8 @@ packages=(
   # fresh virtual environments scripts/test-python-package.sh installs into.
   python3-dev python3-venv
   libgtest-dev googletest
+  # The command line's parser (cli/CommandLine.cpp), header-only.
+  libcli11-dev
   # Build-time only: the Clang LibTooling template tool.
   clang-14 libclang-14-dev libclang-cpp14-dev llvm-14-dev
   # scripts/test-sanitizers.sh: clang's ASan/UBSan/libFuzzer runtimes. Debian

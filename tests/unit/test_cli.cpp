@@ -8,12 +8,11 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
+#include "support/CliTesting.h"
+
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -25,119 +24,20 @@ namespace fusegen {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::CliResult;
+using testing::contains;
+using testing::read_file;
+using testing::run_cli;
+using testing::TempDir;
 
 const fs::path kSpecDir = fs::path(FUSEGEN_SOURCE_DIR) / "specs" / "kernelbench";
 const std::string kSmall39 = (kSpecDir / "small" / "39_gemm_scale_batchnorm.fg").string();
 const std::string kSmall62 = (kSpecDir / "small" / "62_matmul_groupnorm_leakyrelu_sum.fg").string();
 const std::string kSmall75 = (kSpecDir / "small" / "75_gemm_groupnorm_min_biasadd.fg").string();
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Valid until C is bound: 3 groups cannot divide every channel count.
 const char* const kGroupsOfSymbolicC =
     "fusion f {\n  input x : f32[N, C]\n  output y = group_norm(x, num_groups=3)\n}\n";
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// A fresh directory, removed with everything in it at the end of the test.
-class TempDir {
-public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("fusegen_cli_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const fs::path& path() const { return path_; }
-  std::string write(const std::string& name, const std::string& text) const {
-    fs::path file = path_ / name;
-    std::ofstream(file, std::ios::binary) << text;
-    return file.string();
-  }
-
-private:
-  fs::path path_;
-};
-
-struct CliResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Single-quotes an argument for /bin/sh.
-std::string shell_quote(const std::string& arg) {
-  std::string quoted = "'";
-  for (char c : arg)
-    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-CliResult run_cli(const std::vector<std::string>& args) {
-  TempDir capture;
-  fs::path out = capture.path() / "stdout", err = capture.path() / "stderr";
-  std::string command = shell_quote(FUSEGEN_CLI_PATH);
-  for (const std::string& arg : args)
-    command += " " + shell_quote(arg);
-  command += " >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string()) + " </dev/null";
-  int status = std::system(command.c_str());
-  CliResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = read_file(out);
-  result.err = read_file(err);
-  return result;
-}
-
-// ---- Help, version, unknown commands ----
-
-TEST(Cli, HelpListsTheCommands) {
-  for (const char* flag : {"--help", "-h", "help"}) {
-    CliResult r = run_cli({flag});
-    EXPECT_EQ(r.exit_code, 0) << flag;
-    EXPECT_TRUE(contains(r.out, "usage: fusegen")) << r.out;
-    EXPECT_TRUE(contains(r.out, "  check SPEC")) << r.out;
-    EXPECT_TRUE(contains(r.out, "  run SPEC")) << r.out;
-    EXPECT_TRUE(contains(r.out, "Exit codes")) << r.out;
-    EXPECT_EQ(r.err, "");
-  }
-}
-
-// Every command answers --help with its own usage (issue 26: "unknown option
-// '--help'"), and `fusegen help COMMAND` says the same.
-TEST(Cli, EveryCommandHasItsOwnHelp) {
-  const std::pair<std::vector<std::string>, std::string> cases[] = {
-      {{"check", "--help"}, "fusegen check SPEC"},
-      {{"run", "-h"}, "fusegen run SPEC --device"},
-      {{"plan", "--help"}, "fusegen plan SPEC"},
-      {{"warmup", "--help"}, "fusegen warmup SPEC --dims"},
-      {{"cache", "--help"}, "fusegen cache stats"},
-      {{"spec.fg", "-o", "x.cu", "--help"}, "SPEC -o"},
-      {{"generate", "--help"}, "fusegen [generate] SPEC -o"},
-      {{"help", "check"}, "fusegen check SPEC"},
-  };
-  for (const auto& [args, usage] : cases) {
-    CliResult r = run_cli(args);
-    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
-    EXPECT_TRUE(contains(r.out, usage)) << args[0] << ": " << r.out;
-    EXPECT_EQ(r.err, "");
-  }
-  CliResult unknown = run_cli({"help", "frobnicate"});
-  EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_TRUE(contains(unknown.err, "unknown command 'frobnicate'")) << unknown.err;
-}
 
 // run --reference on given tensors (issue 26: it refused --inputs): the
 // inputs --save wrote give the same outputs.
@@ -158,54 +58,6 @@ TEST(Cli, ReferenceRunsOnGivenInputs) {
   CliResult wrong = run_cli({"run", spec, "--dims", "N=4", "--reference", "--inputs", saved + "/inputs"});
   EXPECT_EQ(wrong.exit_code, 2);
   EXPECT_TRUE(contains(wrong.err, "--inputs:")) << wrong.err;
-}
-
-// An option without its value is named as it was typed.
-TEST(Cli, MissingOptionValueNamesTheOptionAsTyped) {
-  std::string spec = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg";
-  CliResult o = run_cli({spec, "-o"});
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_TRUE(contains(o.err, "option -o needs a value")) << o.err;
-  CliResult dims = run_cli({"check", spec, "--dims"});
-  EXPECT_EQ(dims.exit_code, 2);
-  EXPECT_TRUE(contains(dims.err, "option --dims needs a value")) << dims.err;
-}
-
-TEST(Cli, Version) {
-  CliResult r = run_cli({"--version"});
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, std::string("fusegen ") + FUSEGEN_VERSION + "\n");
-}
-
-TEST(Cli, NoArgumentsPrintsUsageAndFails) {
-  CliResult r = run_cli({});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.err, "usage: fusegen")) << r.err;
-}
-
-TEST(Cli, UnknownCommandOrOption) {
-  CliResult r = run_cli({"frobnicate"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "fusegen: error: unknown command 'frobnicate' (see fusegen --help)\n");
-  EXPECT_EQ(run_cli({"--frobnicate"}).exit_code, 2);
-
-  r = run_cli({"check", kSmall62, "--frobnicate"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.err, "unknown option '--frobnicate'")) << r.err;
-  r = run_cli({"check"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.err, "expected one spec file")) << r.err;
-  EXPECT_EQ(run_cli({"check", kSmall62, kSmall75}).exit_code, 2);
-}
-
-// A misspelt option or command gets the closest name (issue 26).
-TEST(Cli, MisspeltNamesGetASuggestion) {
-  CliResult r = run_cli({"check", kSmall62, "--dimz", "N=4"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.err, "unknown option '--dimz' (did you mean --dims? see --help)")) << r.err;
-  r = run_cli({"chekc", kSmall62});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "fusegen: error: unknown command 'chekc' (did you mean check? see fusegen --help)\n");
 }
 
 // Generation never writes over the spec, and a failed write says why.
@@ -412,9 +264,8 @@ TEST(Cli, RunWithoutDimsNamesTheMissingDim) {
 
 TEST(Cli, RunWithSeveralFusionsNeedsFusionName) {
   TempDir dir;
-  std::string spec = dir.write("two.fg",
-                               "fusion first {\n  input x : f32[N]\n  output y = relu(x)\n}\n"
-                               "fusion second {\n  input x : f32[N]\n  output y = sigmoid(x)\n}\n");
+  std::string spec = dir.write("two.fg", "fusion first {\n  input x : f32[N]\n  output y = relu(x)\n}\n"
+                                         "fusion second {\n  input x : f32[N]\n  output y = sigmoid(x)\n}\n");
   CliResult r = run_cli({"run", spec, "--dims", "N=3"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.err, "several fusions; choose one with --fusion NAME")) << r.err;
@@ -503,7 +354,8 @@ TEST(Cli, PlanPrintsKernelsBuffersAndLaunches) {
   // floats, the small parts of B (128 x 32) for two slices and 1 KB of
   // alignment slack.
   EXPECT_TRUE(contains(r.out, "fusegen_gemm_groupnorm_min_biasadd_k0: grid (64, 8, 1), block 256, "
-                              "dynamic shared 164864 B")) << r.out;
+                              "dynamic shared 164864 B"))
+      << r.out;
   EXPECT_TRUE(contains(r.out, "fills t8 with inf first")) << r.out;
 }
 
