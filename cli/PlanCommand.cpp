@@ -27,7 +27,7 @@ void print_launches(const Plan& plan) {
       std::cout << ", clusters of " << launch.cluster << " (split-K)";
     for (const BufferFill& fill : launch.fills)
       std::cout << ", fills " << plan.buffer(fill.buffer).name << " with " << fill.value << " first";
-    std::cout << " [" << launch.template_file << "]\n";
+    std::cout << " [" << launch.template_file << (launch.variant.empty() ? "" : ": " + launch.variant) << "]\n";
   }
 }
 

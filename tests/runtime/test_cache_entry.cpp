@@ -113,7 +113,7 @@ TEST(CacheEntry, NamesTheProblem) {
   EXPECT_EQ(decode_entry(magic).error(), "not a fusegen cache entry (bad magic)");
   std::string schema = bytes;
   schema[8] = 1; // the format before the generator identity replaced the source hash
-  EXPECT_EQ(decode_entry(schema).error(), "schema version 1 (expected 3)");
+  EXPECT_EQ(decode_entry(schema).error(), "schema version 1 (expected " + std::to_string(kCacheSchemaVersion) + ")");
   std::string image = bytes;
   image[image.size() - 40] ^= 1;
   EXPECT_EQ(decode_entry(image).error(), "checksum mismatch (truncated or corrupted)");

@@ -238,7 +238,7 @@ TEST_F(DiskCacheTest, EntryOfAnotherSchema) {
         bytes[8] = 9; // the schema version follows the 8-byte magic
         testing::write_text(path, bytes);
       },
-      "schema version 9 (expected 3)");
+      "schema version 9 (expected " + std::to_string(kCacheSchemaVersion) + ")");
 }
 
 TEST_F(DiskCacheTest, UnwritableCacheIsAWarningNotAFailure) {
