@@ -27,6 +27,31 @@ __device__ __forceinline__ void gemm_barrier_inval(unsigned long long* barrier) 
 #endif
 }
 
+// A wgmma pipeline's "filled" and "freed" barrier per stage, each counting
+// every thread: initialized by thread 0, then a block barrier.
+template <int kCount>
+__device__ __forceinline__ void init_stage_barriers(unsigned long long (&filled)[kCount],
+                                                    unsigned long long (&freed)[kCount]) {
+  if (threadIdx.x == 0)
+    for (int stage = 0; stage < kCount; ++stage) {
+      gemm_barrier_init(&filled[stage], kThreads);
+      gemm_barrier_init(&freed[stage], kThreads);
+    }
+  __syncthreads(); // the barriers are initialized
+}
+
+// Invalidates them (thread 0), once every thread is past a block barrier
+// that follows their last use.
+template <int kCount>
+__device__ __forceinline__ void inval_stage_barriers(unsigned long long (&filled)[kCount],
+                                                     unsigned long long (&freed)[kCount]) {
+  if (threadIdx.x == 0)
+    for (int stage = 0; stage < kCount; ++stage) {
+      gemm_barrier_inval(&filled[stage]);
+      gemm_barrier_inval(&freed[stage]);
+    }
+}
+
 // Arrives on `barrier` once every copy this thread has issued so far landed.
 __device__ __forceinline__ void gemm_barrier_arrive_on_copies(unsigned long long* barrier) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)

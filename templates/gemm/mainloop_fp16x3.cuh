@@ -220,12 +220,7 @@ __device__ __forceinline__ bool accumulate_stages_fp16x3(const FusegenArgs& args
                                                          float (&acc)[kFragsM][kFragsN][4]) {
   constexpr int kAhead = kStages - 1;
   __shared__ unsigned long long filled[kStages], freed[kStages];
-  if (threadIdx.x == 0)
-    for (int stage = 0; stage < kStages; ++stage) {
-      gemm_barrier_init(&filled[stage], kThreads);
-      gemm_barrier_init(&freed[stage], kThreads);
-    }
-  __syncthreads(); // the barriers are initialized
+  init_stage_barriers(filled, freed);
   float corr[kFragsN][4] = {};
   int row_max[2] = {0, 0}, col_max[kBChecks] = {};
   const long long slices = e.slices;
@@ -247,11 +242,7 @@ __device__ __forceinline__ bool accumulate_stages_fp16x3(const FusegenArgs& args
   }
   add_corrections(acc[0], corr);
   const bool in_range = fp16x3_in_range<4, true>(row_max, col_max); // also: every thread is done with the stages
-  if (threadIdx.x == 0)
-    for (int stage = 0; stage < kStages; ++stage) {
-      gemm_barrier_inval(&filled[stage]);
-      gemm_barrier_inval(&freed[stage]);
-    }
+  inval_stage_barriers(filled, freed);
   return in_range;
 }
 

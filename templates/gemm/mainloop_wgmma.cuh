@@ -334,12 +334,7 @@ __device__ __forceinline__ void accumulate_stages_wgmma(const FusegenArgs& args,
                                                         float (&acc)[kFragsM][kFragsN][4]) {
   constexpr int kAhead = kStages - 1;
   __shared__ unsigned long long filled[kStages], freed[kStages];
-  if (threadIdx.x == 0)
-    for (int stage = 0; stage < kStages; ++stage) {
-      gemm_barrier_init(&filled[stage], kThreads);
-      gemm_barrier_init(&freed[stage], kThreads);
-    }
-  __syncthreads(); // the barriers are initialized
+  init_stage_barriers(filled, freed);
   const long long slices = e.slices;
 #pragma unroll 1
   for (long long next = 0; next < kAhead; ++next)
@@ -357,11 +352,7 @@ __device__ __forceinline__ void accumulate_stages_wgmma(const FusegenArgs& args,
     gemm_barrier_arrive(&freed[stage]);
   }
   __syncthreads(); // shared memory is free for the epilogue, the barriers for inval
-  if (threadIdx.x == 0)
-    for (int stage = 0; stage < kStages; ++stage) {
-      gemm_barrier_inval(&filled[stage]);
-      gemm_barrier_inval(&freed[stage]);
-    }
+  inval_stage_barriers(filled, freed);
 }
 
 // FP16x3's pipelines (gemm/mainloop_fp16x3.cuh, included after this file).

@@ -24,13 +24,7 @@ fusion f {
 )";
 
 GeneratedCode generate_with(const std::vector<Plan>& plans, std::optional<StrictProduct> product, int arch = 90) {
-  CodegenOptions options;
-  options.source_name = "test.fg";
-  options.arch = arch;
-  options.strict_product = product;
-  Result<GeneratedCode> code = generate_cuda(plans, options);
-  EXPECT_TRUE(code) << code.error();
-  return code ? code.value() : GeneratedCode{};
+  return generate(plans, Precision::Strict, arch, product);
 }
 
 TEST(CodegenFp16x3, OnlyWhereAskedForAndOnWgmma) {

@@ -43,11 +43,13 @@ std::vector<Plan> plans_of(const std::string& text, const DimBindings& dims) {
   return plans;
 }
 
-GeneratedCode generate(const std::vector<Plan>& plans, Precision precision, int arch) {
+GeneratedCode generate(const std::vector<Plan>& plans, Precision precision, int arch,
+                       std::optional<StrictProduct> strict_product) {
   CodegenOptions options;
   options.source_name = "test.fg";
   options.precision = precision;
   options.arch = arch;
+  options.strict_product = strict_product;
   Result<GeneratedCode> code = generate_cuda(plans, options);
   EXPECT_TRUE(code) << code.error();
   return code ? code.value() : GeneratedCode{};

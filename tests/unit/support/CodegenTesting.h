@@ -17,7 +17,8 @@ namespace fusegen::testing {
 // Plans of every fusion of a spec; each specialized with the bindings of its
 // own symbols when `dims` is not empty.
 std::vector<Plan> plans_of(const std::string& text, const DimBindings& dims = {});
-GeneratedCode generate(const std::vector<Plan>& plans, Precision precision = Precision::Strict, int arch = 90);
+GeneratedCode generate(const std::vector<Plan>& plans, Precision precision = Precision::Strict, int arch = 90,
+                       std::optional<StrictProduct> strict_product = std::nullopt);
 bool contains(const std::string& text, const std::string& part);
 std::string read_file(const std::string& path);
 // The text of one kernel's template instance.
