@@ -87,6 +87,8 @@ Command declare_generate(CLI::App& fusegen, GenerateArgs& args) {
   add_dims(*command, args.dims, "bake these sizes in; repeatable")->option_text("N=1024[,M=64]");
   command->add_option("--arch", args.arch, "the target (default sm_90)")->option_text("sm_NN");
   command->add_option("--precision", args.precision, "every fusion's precision")->option_text("strict|tf32");
+  command->add_option("--strict-product", args.strict_product, "how strict GEMMs multiply (default 3xtf32)")
+      ->option_text("3xtf32|fp16x3");
   add_optional(*command, "--gemm-block", args.gemm_block, "every GEMM kernel's block, and split-K")
       ->option_text("128x64[:8]");
   command->add_option("--emit", args.emit, "stop after the IR or the plan (default cuda)")->option_text("ir|plan|cuda");
@@ -107,6 +109,8 @@ Command declare_plan(CLI::App& fusegen, PlanArgs& args) {
   add_words(*command, "SPEC", args.specs);
   command->add_option("--fusion", args.fusion, "plan this fusion only")->option_text("NAME");
   add_dims(*command, args.dims, "plan for these sizes; repeatable")->option_text("N=1024[,M=64]");
+  command->add_option("--strict-product", args.strict_product, "how strict GEMMs multiply (default 3xtf32)")
+      ->option_text("3xtf32|fp16x3");
   add_dump_after(*command, args.dump_after);
   return {command, [&args] { return plan_command(args); }};
 }
@@ -159,6 +163,8 @@ Command declare_warmup(CLI::App& fusegen, WarmupArgs& args) {
   add_dims(*command, args.dims, "values to compile for (every combination); repeatable")->option_text("N=128,1024");
   command->add_option("--arch", args.arch, "the GPU to compile for (default sm_90)")->option_text("sm_NN");
   command->add_option("--precision", args.precision, "every fusion's precision")->option_text("strict|tf32");
+  command->add_option("--strict-product", args.strict_product, "how strict GEMMs multiply (default 3xtf32)")
+      ->option_text("3xtf32|fp16x3");
   command->add_option("--jobs", args.jobs, "compile this many at once (1 to 256, default 1)")->option_text("N");
   command->add_option("--cache-dir", args.cache_dir, "the disk cache to fill")->option_text("D");
   command->add_option("--remote-cache", args.remote_cache, "the fleet's cache (redis://host:port[/db])")

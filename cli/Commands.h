@@ -29,7 +29,8 @@ struct GenerateArgs {
   std::optional<std::string> output, header; // -o (stdout without it), -H
   std::vector<std::string> dims;             // each --dims: "N=128,M=64"
   std::string arch = "sm_90";
-  std::string precision; // "": each fusion's own
+  std::string precision;      // "": each fusion's own
+  std::string strict_product; // "": the generator's choice
   std::optional<std::string> gemm_block;
   std::string emit = "cuda";
   std::string dump_after;
@@ -45,6 +46,7 @@ struct PlanArgs {
   std::vector<std::string> specs;
   std::string fusion; // "": every fusion
   std::vector<std::string> dims;
+  std::string strict_product; // "": the generator's choice
   std::string dump_after;
 };
 
@@ -71,6 +73,7 @@ struct WarmupArgs {
   std::vector<std::string> dims; // each a list of values: N=128,1024
   std::string arch = "sm_90";
   std::string precision;
+  std::string strict_product; // "": the generator's choice
   std::string jobs = "1";
   std::string cache_dir, remote_cache, cache_key_file;
 };

@@ -37,6 +37,7 @@ int generate_command(const GenerateArgs& args) {
   Result<DimBindings> dims = parse_dims(args.dims);
   Result<int> arch = parse_sm_arch(args.arch);
   Result<std::optional<Precision>> precision = parse_precision(args.precision);
+  Result<std::optional<StrictProduct>> strict_product = parse_strict_product_option(args.strict_product);
   std::optional<Result<GemmBlock>> gemm_block;
   if (args.gemm_block)
     gemm_block = parse_gemm_block(*args.gemm_block);
@@ -50,6 +51,8 @@ int generate_command(const GenerateArgs& args) {
     usage_error = "bad --emit '" + emit + "' (expected ir, plan or cuda)";
   else if (!precision)
     usage_error = precision.error();
+  else if (!strict_product)
+    usage_error = strict_product.error();
   else if (gemm_block && !*gemm_block)
     usage_error = gemm_block->error();
   if (!usage_error.empty()) {
@@ -68,6 +71,7 @@ int generate_command(const GenerateArgs& args) {
   options.source_name = path;
   options.arch_guard = true; // a file nvcc may compile for any -arch
   options.precision = precision.value();
+  options.strict_product = strict_product.value();
   if (gemm_block)
     options.gemm_block = gemm_block->value();
   std::vector<Plan> plans;

@@ -16,7 +16,8 @@ struct CommandHelp {
 constexpr CommandHelp kCommands[] = {
     {"generate", "Generate CUDA (no GPU needed):",
      R"(  fusegen [generate] SPEC -o kernels.cu [-H kernels.h] [--dims N=1024] [--arch sm_90]
-         [--precision strict|tf32] [--gemm-block 128x64] [--emit=ir|plan|cuda]
+         [--precision strict|tf32] [--strict-product 3xtf32|fp16x3]
+         [--gemm-block 128x64] [--emit=ir|plan|cuda]
       One self-contained .cu with every fusion of SPEC: extern "C" kernels
       and host launchers fusegen_<fusion>_launch(...) (define
       FUSEGEN_DEVICE_ONLY to drop them); -H writes a header declaring the
@@ -27,7 +28,9 @@ constexpr CommandHelp kCommands[] = {
       clusters; e.g. 64x64:8). --arch defaults to sm_90, whose code uses
       sm_90a features (wgmma, clusters): compile it with nvcc -arch=sm_90a, as
       the file's first lines say; an #error stops a compilation for any other
-      arch (or without -arch). --emit stops early.
+      arch (or without -arch). --emit stops early. --strict-product fp16x3
+      multiplies strict GEMMs on fp16 tensor cores where the target can
+      (sm_90a wgmma; docs/kernels-gemm.md "FP16x3"); the default is 3xtf32.
 )"},
     {"check", "Commands:", R"(  check SPEC [--dims N=128] [--dump-after=PASS|all]
       Parse and verify a spec; print each fusion's signature, inferred output
@@ -49,13 +52,15 @@ constexpr CommandHelp kCommands[] = {
       from DIR/<name>.npy; --expect DIR compares with DIR/<name>.npy instead
       of the reference.
 )"},
-    {"plan", "Commands:", R"(  plan SPEC [--fusion NAME] [--dims N=1024]
+    {"plan", "Commands:", R"(  plan SPEC [--fusion NAME] [--dims N=1024] [--strict-product 3xtf32|fp16x3]
       Print the fusion plan: kernels, the ops each holds, the buffers between
-      them and their sizes, and why ops were or were not fused.
+      them and their sizes, and why ops were or were not fused; then each
+      launch's grid, block, shared memory and variant (blocks, products).
 )"},
     {"warmup",
      "JIT kernel cache (no GPU needed):", R"(  warmup SPEC --dims N=128,1024 [--arch sm_90] [--precision strict|tf32]
-         [--jobs 4] [--cache-dir D] [--remote-cache URL] [--cache-key-file K]
+         [--strict-product 3xtf32|fp16x3] [--jobs 4] [--cache-dir D]
+         [--remote-cache URL] [--cache-key-file K]
       Compile every fusion of SPEC for each binding (N=128,1024 is two
       values of N; several dims give every combination) into the disk cache,
       so JIT calls at those shapes on an sm_90 GPU compile nothing. With a

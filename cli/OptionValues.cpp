@@ -36,4 +36,12 @@ Result<std::optional<Precision>> parse_precision(const std::string& text) {
   return Error{"bad --precision '" + text + "' (expected strict or tf32)"};
 }
 
+Result<std::optional<StrictProduct>> parse_strict_product_option(const std::string& text) {
+  if (text.empty())
+    return std::optional<StrictProduct>();
+  if (std::optional<StrictProduct> product = parse_strict_product(text))
+    return product;
+  return Error{"bad --strict-product '" + text + "' (expected 3xtf32 or fp16x3)"};
+}
+
 } // namespace fusegen::cli

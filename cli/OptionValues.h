@@ -16,4 +16,7 @@ Result<int> parse_sm_arch(const std::string& text);
 // --precision: "" -> nullopt (each fusion's own), "strict", "tf32".
 Result<std::optional<Precision>> parse_precision(const std::string& text);
 
+// --strict-product: "" -> nullopt (the generator's choice), "3xtf32", "fp16x3".
+Result<std::optional<StrictProduct>> parse_strict_product_option(const std::string& text);
+
 } // namespace fusegen::cli

@@ -1,5 +1,6 @@
 // `fusegen plan SPEC [--fusion NAME] [--dims N=1024]`: print the fusion plan.
 #include "Commands.h"
+#include "OptionValues.h"
 
 #include "fusegen/Codegen.h"
 #include "fusegen/Planner.h"
@@ -12,8 +13,10 @@ namespace {
 std::string size_text(const SizeExpr& size) { return size.value ? std::to_string(*size.value) : size.c; }
 
 // Grid and block of each kernel, from the code generator's launch metadata.
-void print_launches(const Plan& plan) {
-  Result<GeneratedCode> code = generate_cuda({plan}, CodegenOptions{});
+void print_launches(const Plan& plan, std::optional<StrictProduct> strict_product) {
+  CodegenOptions options;
+  options.strict_product = strict_product;
+  Result<GeneratedCode> code = generate_cuda({plan}, options);
   if (!code) {
     std::cout << "  launches: not available (" << code.error() << ")\n";
     return;
@@ -39,8 +42,9 @@ int plan_command(const PlanArgs& args) {
     return kExitUsage;
   }
   Result<DimBindings> dims = parse_dims(args.dims);
-  if (!dims) {
-    std::cerr << "fusegen plan: error: " << dims.error() << "\n";
+  Result<std::optional<StrictProduct>> strict_product = parse_strict_product_option(args.strict_product);
+  if (!dims || !strict_product) {
+    std::cerr << "fusegen plan: error: " << (!dims ? dims.error() : strict_product.error()) << "\n";
     return kExitUsage;
   }
   int exit_code = kExitOk;
@@ -60,7 +64,7 @@ int plan_command(const PlanArgs& args) {
       return exit_code;
     Plan plan = plan_fusion(*concrete);
     std::cout << print_plan(plan);
-    print_launches(plan);
+    print_launches(plan, strict_product.value());
   }
   return kExitOk;
 }

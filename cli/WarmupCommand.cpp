@@ -18,7 +18,8 @@ namespace fusegen::cli {
 int warmup_command(const WarmupArgs& args) {
   if (args.specs.size() != 1) {
     std::cerr << "fusegen warmup: error: expected one spec file (usage: fusegen warmup SPEC --dims N=128,1024 "
-                 "[--arch sm_90] [--precision strict|tf32] [--jobs 4] [--cache-dir D] [--remote-cache URL] "
+                 "[--arch sm_90] [--precision strict|tf32] [--strict-product 3xtf32|fp16x3] [--jobs 4] [--cache-dir D] "
+                 "[--remote-cache URL] "
                  "[--cache-key-file K])\n";
     return kExitUsage;
   }
@@ -26,6 +27,7 @@ int warmup_command(const WarmupArgs& args) {
   Result<std::vector<DimBindings>> bindings = expand_dim_lists(args.dims);
   Result<int> arch = parse_sm_arch(args.arch);
   Result<std::optional<Precision>> precision = parse_precision(args.precision);
+  Result<std::optional<StrictProduct>> strict_product = parse_strict_product_option(args.strict_product);
   int jobs = 1;
   const std::string& jobs_text = args.jobs;
   auto [end, ec] = std::from_chars(jobs_text.data(), jobs_text.data() + jobs_text.size(), jobs);
@@ -36,6 +38,8 @@ int warmup_command(const WarmupArgs& args) {
     usage_error = arch.error();
   else if (!precision)
     usage_error = precision.error();
+  else if (!strict_product)
+    usage_error = strict_product.error();
   else if (ec != std::errc() || end != jobs_text.data() + jobs_text.size() || jobs < 1 || jobs > 256)
     usage_error = "bad --jobs '" + jobs_text + "' (expected 1 to 256)";
   if (!usage_error.empty()) {
@@ -56,6 +60,7 @@ int warmup_command(const WarmupArgs& args) {
   WarmupOptions options;
   options.arch = arch.value();
   options.precision = precision.value();
+  options.strict_product = strict_product.value();
   options.jobs = jobs;
   options.cache_dir = args.cache_dir;
   options.remote_cache.url = args.remote_cache;

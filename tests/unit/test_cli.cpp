@@ -390,6 +390,23 @@ TEST(Cli, GemmBlockForcesTheBlockOrFailsClearly) {
   EXPECT_TRUE(contains(bad.err, "bad --gemm-block '96x64'")) << bad.err;
 }
 
+TEST(Cli, StrictProductChoosesHowStrictGemmsMultiply) {
+  TempDir dir;
+  std::string spec = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/62_matmul_groupnorm_leakyrelu_sum.fg";
+  std::string cu = (dir.path() / "k.cu").string();
+  CliResult fp16x3 = run_cli({spec, "-o", cu, "--dims", "N=1024", "--strict-product", "fp16x3"});
+  EXPECT_EQ(fp16x3.exit_code, 0) << fp16x3.err;
+  EXPECT_TRUE(contains(read_file(cu), "constexpr int kInnerProduct = 3;"));
+  CliResult plan = run_cli({"plan", spec, "--dims", "N=1024", "--strict-product", "fp16x3"});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_TRUE(contains(plan.out, "128x128 blocks, fp16x3 products")) << plan.out;
+  CliResult plain = run_cli({"plan", spec, "--dims", "N=1024"});
+  EXPECT_TRUE(contains(plain.out, "128x128 blocks, 3xtf32 products")) << plain.out;
+  CliResult bad = run_cli({"plan", spec, "--strict-product", "fp16"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "bad --strict-product 'fp16' (expected 3xtf32 or fp16x3)")) << bad.err;
+}
+
 TEST(Cli, GenerateWritesSourceAndHeader) {
   TempDir dir;
   std::string spec = std::string(FUSEGEN_SOURCE_DIR) + "/specs/kernelbench/small/62_matmul_groupnorm_leakyrelu_sum.fg";
