@@ -11,14 +11,17 @@
 //                inputs do not overflow and an all -inf segment gives -inf;
 //   moments      group/layer/instance_norm: mean, then the centered sum of
 //                squares (biased variance, two passes: accurate where the
-//                sum of squares would cancel), then
+//                sum of squares would cancel; a segment not wholly cached
+//                merges chunk moments in one pass instead), then
 //                (x - mean) * 1/sqrt(var + eps) handed to store_element;
 //   softmax      one pass for the max and the sum of exp(x - max) (the
 //                logsumexp pair, online), then exp(x - max) / sum
 //   log_softmax  or (x - max) - log(sum); an infinite max gives NaN as torch.
 // Passes after the first read the segment back from a shared-memory cache
-// when kCacheFloats > 0 (the segment fits), else reload it through load():
-// a cached segment is read from global memory once. Each thread issues
+// when kCacheFloats > 0, else reload it through load(): a segment that fits
+// is read from global memory once; a longer one keeps its first kCacheFloats
+// elements cached and reloads only the rest (from L2, as few rows are in
+// flight at once), moments then in one pass (below). Each thread issues
 // kUnroll independent loads before using any, to keep memory busy with few
 // blocks per SM (a long cached segment leaves room for one).
 // Accumulation is in float; every team and block reduction runs in a fixed
@@ -241,12 +244,24 @@ template <int Op> __device__ __forceinline__ RowAcc row_team_reduce(RowAcc acc, 
 // per SM covers the memory latency at full bandwidth.
 constexpr int kUnroll = kTeamSize == kBlockSize ? 8 : 4;
 
+// How a pass reads its segment: through load() only, from a cache holding
+// the whole segment, or from a cache holding elements [0, kCacheFloats)
+// with the rest through load().
+enum class RowCache { kNone, kWhole, kPrefix };
+
+// Whether element i lives in the cache.
+template <RowCache kCache> __device__ __forceinline__ bool row_cached(long long i) {
+  if constexpr (kCache == RowCache::kPrefix)
+    return i < kCacheFloats;
+  return kCache == RowCache::kWhole;
+}
+
 // The thread's elements i0, i0 + kTeamSize, .. (kUnroll of them, those in
 // the segment: a prefix, whose length is returned) from the cache or through
-// load(); every load is issued before any value is used, then the values go
-// to the cache when kToCache. Each thread reads back only the elements it
-// cached itself: no barrier.
-template <bool kFromCache, bool kToCache>
+// load(); every load is issued before any value is used. kFill (the first
+// pass): everything through load(), and the cached elements go to the cache.
+// Each thread reads back only the elements it cached itself: no barrier.
+template <RowCache kCache, bool kFill>
 __device__ __forceinline__ int row_fetch(const FusegenArgs& args, long long segment, long long length, long long i0,
                                          float* cache, float (&x)[kUnroll]) {
   int valid = 0;
@@ -255,15 +270,17 @@ __device__ __forceinline__ int row_fetch(const FusegenArgs& args, long long segm
     const long long i = i0 + static_cast<long long>(u) * kTeamSize;
     x[u] = 0.0f;
     if (i < length) {
-      x[u] = kFromCache ? cache[i] : load(args, segment, i);
+      x[u] = !kFill && row_cached<kCache>(i) ? cache[i] : load(args, segment, i);
       valid = u + 1;
     }
   }
-  if constexpr (kToCache) {
+  if constexpr (kFill && kCache != RowCache::kNone) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (u < valid)
-        cache[i0 + static_cast<long long>(u) * kTeamSize] = x[u];
+    for (int u = 0; u < kUnroll; ++u) {
+      const long long i = i0 + static_cast<long long>(u) * kTeamSize;
+      if (u < valid && row_cached<kCache>(i))
+        cache[i] = x[u];
+    }
   }
   return valid;
 }
@@ -294,13 +311,13 @@ template <int Op> __device__ __forceinline__ RowAcc row_add_chunk(RowAcc acc, co
 }
 
 // The calling thread's share of a pass folding every element into Op.
-template <int Op, bool kFromCache, bool kToCache>
+template <int Op, RowCache kCache, bool kFill>
 __device__ __forceinline__ RowAcc row_fold(const FusegenArgs& args, long long segment, long long length, int lane,
                                            float* cache) {
   RowAcc acc = row_identity<Op>();
   for (long long i0 = lane; i0 < length; i0 += kUnroll * kTeamSize) {
     float x[kUnroll];
-    const int valid = row_fetch<kFromCache, kToCache>(args, segment, length, i0, cache, x);
+    const int valid = row_fetch<kCache, kFill>(args, segment, length, i0, cache, x);
     acc = row_add_chunk<Op>(acc, x, valid);
   }
   return acc;
@@ -309,22 +326,24 @@ __device__ __forceinline__ RowAcc row_fold(const FusegenArgs& args, long long se
 // Folds every element into the anchor reduction; lane 0 stores the result.
 __device__ __forceinline__ void row_reduce_segment(const FusegenArgs& args, long long segment, long long length,
                                                    int lane, RowAcc* scratch) {
-  RowAcc acc = row_fold<kAnchor, false, false>(args, segment, length, lane, nullptr);
+  RowAcc acc = row_fold<kAnchor, RowCache::kNone, false>(args, segment, length, lane, nullptr);
   acc = row_team_reduce<kAnchor>(acc, scratch);
   if (lane == 0)
     store_segment(args, segment, row_result<kAnchor>(acc, length));
 }
 
-// Moments of an uncached segment in one pass: each chunk's own mean and
-// centered sum of squares (exact two-pass within the chunk), merged into the
-// running (count, mean, M2) triple by Chan et al.'s update, which, unlike a
-// sum of squares, does not cancel when the mean is large against the spread.
+// Moments of a segment not wholly cached in one pass (filling the cache's
+// prefix): each chunk's own mean and centered sum of squares (exact
+// two-pass within the chunk), merged into the running (count, mean, M2)
+// triple by Chan et al.'s update, which, unlike a sum of squares, does not
+// cancel when the mean is large against the spread.
+template <RowCache kCache>
 __device__ __forceinline__ FusegenWelford row_moments_one_pass(const FusegenArgs& args, long long segment,
-                                                               long long length, int lane) {
+                                                               long long length, int lane, float* cache) {
   FusegenWelford moments = {0.0f, 0.0f, 0.0f};
   for (long long i0 = lane; i0 < length; i0 += kUnroll * kTeamSize) {
     float x[kUnroll];
-    const int valid = row_fetch<false, false>(args, segment, length, i0, nullptr, x); // >= 1
+    const int valid = row_fetch<kCache, true>(args, segment, length, i0, cache, x); // >= 1
     float sum = 0.0f;
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
@@ -368,14 +387,13 @@ __device__ __forceinline__ FusegenWelford row_team_moments(FusegenWelford moment
   }
 }
 
-// The centered sum of squares over the segment (moments' second pass).
-template <bool kCached>
+// The centered sum of squares over a wholly cached segment (moments' second pass).
 __device__ __forceinline__ float row_centered_squares(const FusegenArgs& args, long long segment, long long length,
                                                       int lane, float* cache, float mean, RowAcc* scratch) {
   RowAcc squares = row_identity<kRowSum>();
   for (long long i0 = lane; i0 < length; i0 += kUnroll * kTeamSize) {
     float x[kUnroll];
-    const int valid = row_fetch<kCached, false>(args, segment, length, i0, cache, x);
+    const int valid = row_fetch<RowCache::kWhole, false>(args, segment, length, i0, cache, x);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const float d = x[u] - mean;
@@ -389,12 +407,12 @@ __device__ __forceinline__ float row_centered_squares(const FusegenArgs& args, l
 // Normalizes every element against `center` (mean or max) and `scale`
 // (1/std, the sum, or its log), stores it, and folds what store_element
 // returns into `final_acc` (the fused final reduction, when there is one).
-template <bool kCached>
+template <RowCache kCache>
 __device__ __forceinline__ void row_write(const FusegenArgs& args, long long segment, long long length, int lane,
                                           float* cache, float center, float scale, RowAcc& final_acc) {
   for (long long i0 = lane; i0 < length; i0 += kUnroll * kTeamSize) {
     float x[kUnroll];
-    const int valid = row_fetch<kCached, false>(args, segment, length, i0, cache, x);
+    const int valid = row_fetch<kCache, false>(args, segment, length, i0, cache, x);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       if (u >= valid)
@@ -422,30 +440,31 @@ __device__ __forceinline__ float row_scale(float statistic, long long length) {
   return kAnchor == kRowSoftmax ? statistic : logf(statistic);
 }
 
-// Normalizes one segment: statistics, then the write pass. kCached: the
-// first pass fills the team's cache and the later ones read it.
-template <bool kCached>
+// Normalizes one segment: statistics, then the write pass. The first pass
+// fills the team's cache (whole or prefix) and the later ones read it.
+template <RowCache kCache>
 __device__ __forceinline__ void row_normalize_segment(const FusegenArgs& args, long long segment, long long length,
                                                       int lane, float* cache, RowAcc* scratch,
                                                       FusegenWelford* moment_scratch, RowAcc& final_acc) {
-  if constexpr (kAnchor == kRowMoments && !kCached) {
-    // Reading an uncached row costs more than the arithmetic: one pass.
-    const FusegenWelford moments = row_team_moments(row_moments_one_pass(args, segment, length, lane), moment_scratch);
-    row_write<false>(args, segment, length, lane, cache, moments.mean, row_scale(moments.m2, length), final_acc);
+  if constexpr (kAnchor == kRowMoments && kCache != RowCache::kWhole) {
+    // Reading (part of) the row from memory costs more than the arithmetic: one pass.
+    const FusegenWelford moments =
+        row_team_moments(row_moments_one_pass<kCache>(args, segment, length, lane, cache), moment_scratch);
+    row_write<kCache>(args, segment, length, lane, cache, moments.mean, row_scale(moments.m2, length), final_acc);
   } else if constexpr (kAnchor == kRowMoments) {
-    const RowAcc sum =
-        row_team_reduce<kRowSum>(row_fold<kRowSum, false, kCached>(args, segment, length, lane, cache), scratch);
+    const RowAcc sum = row_team_reduce<kRowSum>(
+        row_fold<kRowSum, RowCache::kWhole, true>(args, segment, length, lane, cache), scratch);
     const float mean = sum.value / static_cast<float>(length);
-    const float squares = row_centered_squares<kCached>(args, segment, length, lane, cache, mean, scratch);
-    row_write<kCached>(args, segment, length, lane, cache, mean, row_scale(squares, length), final_acc);
+    const float squares = row_centered_squares(args, segment, length, lane, cache, mean, scratch);
+    row_write<RowCache::kWhole>(args, segment, length, lane, cache, mean, row_scale(squares, length), final_acc);
   } else {
     const RowAcc stats = row_team_reduce<kRowLogSumExp>(
-        row_fold<kRowLogSumExp, false, kCached>(args, segment, length, lane, cache), scratch);
+        row_fold<kRowLogSumExp, kCache, true>(args, segment, length, lane, cache), scratch);
     // The pair's sum is against row_shift(max), which is max where finite;
     // an infinite max makes some x - max NaN (inf - inf, or every x -inf),
     // so the sum of exp(x - max) is NaN, as torch's.
     const float sum = isinf(stats.value) ? __int_as_float(0x7fc00000) : stats.scaled;
-    row_write<kCached>(args, segment, length, lane, cache, stats.value, row_scale(sum, length), final_acc);
+    row_write<kCache>(args, segment, length, lane, cache, stats.value, row_scale(sum, length), final_acc);
   }
 }
 
@@ -470,9 +489,12 @@ __device__ __forceinline__ void row_reduce_main(const FusegenArgs& args) {
       if constexpr (kAnchor < kRowMoments)
         row_reduce_segment(args, segment, length, lane, scratch);
       else if (kCacheFloats > 0 && length <= kCacheFloats)
-        row_normalize_segment<true>(args, segment, length, lane, cache, scratch, moment_scratch, final_acc);
+        row_normalize_segment<RowCache::kWhole>(args, segment, length, lane, cache, scratch, moment_scratch, final_acc);
+      else if (kCacheFloats > 0)
+        row_normalize_segment<RowCache::kPrefix>(args, segment, length, lane, cache, scratch, moment_scratch,
+                                                 final_acc);
       else
-        row_normalize_segment<false>(args, segment, length, lane, cache, scratch, moment_scratch, final_acc);
+        row_normalize_segment<RowCache::kNone>(args, segment, length, lane, cache, scratch, moment_scratch, final_acc);
     }
     if constexpr (kFinalOp != kRowNone) {
       final_acc = row_block_reduce<kFinalFold>(final_acc, scratch);

@@ -109,26 +109,29 @@ int64_t block_cache_bytes(const Target& target) {
 }
 
 // Threads per segment, block size, segments per grid-stride item, cache.
-// Normalized segments of constant length are cached when they fit: teams of
-// warp slices share kCacheBytes, a block-wide team takes up to the target's
-// limit, so a long row is read from global memory once.
+// Normalized segments of constant length are cached: teams of warp slices
+// share kCacheBytes when their rows fit; a block-wide team takes up to the
+// target's limit, so a long row is read from global memory once, and a row
+// longer than that keeps as much of itself cached as fits and reloads the
+// rest (from L2: with two such blocks per SM the rest of the rows in flight
+// is small; log_softmax [4096, 32000] on an H100, bench/NOTES.md v48).
 void choose_launch(const EmitContext& ctx, RowShape& row) {
   const bool normalizes = !is_reduction(*row.anchor);
   const bool wide = !row.length_value || *row.length_value > kWarpSliceMax;
-  const bool fits = normalizes && row.length_value && *row.length_value > 0;
+  const bool cacheable = normalizes && row.length_value && *row.length_value > 0;
   if (wide) {
     row.block = !row.length_value || *row.length_value >= kLongRow ? kLongRowBlock : kBlock;
     row.team = row.block;
-    if (fits && *row.length_value * 4 <= block_cache_bytes(ctx.target())) {
-      row.cache_floats = *row.length_value;
-      if (*row.length_value * 4 > kCacheBytes)
+    if (cacheable) {
+      row.cache_floats = std::min(*row.length_value, block_cache_bytes(ctx.target()) / 4);
+      if (row.cache_floats * 4 > kCacheBytes)
         row.block = row.team = kLongRowBlock; // two blocks per SM: 1024 threads
     }
   } else {
     row.team = power_of_two_at_least(*row.length_value, 32);
     // With a final reduction a block handles one row: just enough teams for its segments.
     row.block = row.final_op ? std::clamp(row.team * power_of_two_at_least(row.groups, kBlock), 32, kBlock) : kBlock;
-    if (fits && row.block / row.team * *row.length_value * 4 <= kCacheBytes)
+    if (cacheable && row.block / row.team * *row.length_value * 4 <= kCacheBytes)
       row.cache_floats = *row.length_value;
   }
   int teams = row.block / row.team;
