@@ -41,11 +41,11 @@ __device__ __forceinline__ void compute(const FusegenArgs& args, long long index
   const long long c0 = (index / 64LL);
   const long long c1 = index % 64LL;
   const float x0 = args.buf[0][index];
-  const float v1 = args.buf[1][c1];
+  const float v1 = __ldg(args.buf[1] + (c1));
   const float v3 = (x0 * v1);
   const float v5 = (v3 - 1.5f);
   const float v6 = fusegen_relu(v5);
-  const float v2 = args.buf[2][c0];
+  const float v2 = __ldg(args.buf[2] + (c0));
   const float v7 = (v6 + v2);
   const float v8 = fusegen_gelu(v7);
   const float v10 = (v8 * 2.0f);

@@ -414,7 +414,7 @@ TEST(CodegenReduce, FusedReductionsEveryShape) {
     std::string ln = kernel_text(code, "f_ln_sum_k0");
     EXPECT_TRUE(contains(ln, "fusegen_relu(value)"));
     EXPECT_TRUE(contains(ln, "(value * 2.0f)"));
-    EXPECT_TRUE(contains(kernel_text(code, "f_epilogue_k0"), "args.buf[1][0]"));
+    EXPECT_TRUE(contains(kernel_text(code, "f_epilogue_k0"), "__ldg(args.buf[1] + (0))"));
   }
   // A single-row final reduction gets a block just big enough for its segments.
   GeneratedCode code = generate(plans_of(kFused, {{"N", 5}, {"C", 40}}));
@@ -479,7 +479,7 @@ TEST(CodegenReduce, ProloguesAndSmallRanks) {
     std::string ln = kernel_text(code, "p_ln_bcast_k0");
     EXPECT_TRUE(contains(ln, "const float x0 = args.buf[0][index];"));
     EXPECT_TRUE(contains(ln, "const long long c1 = index % 48LL;"));
-    EXPECT_TRUE(contains(ln, "args.buf[1][c1]"));
+    EXPECT_TRUE(contains(ln, "__ldg(args.buf[1] + (c1))"));
     // Rank 0: one segment of one element.
     std::string rank0 = kernel_text(code, "p_rank0_sum_k0");
     EXPECT_TRUE(contains(rank0, "return 1LL;"));
@@ -550,7 +550,7 @@ TEST(CodegenReduce, GenericEveryOp) {
     EXPECT_TRUE(contains(softmax, "(x0 * 2.0f)"));
     EXPECT_TRUE(contains(softmax, "args.buf[1][offset] = value;"));
     // log_softmax's epilogue adds b[17] by the kept coordinate.
-    EXPECT_TRUE(contains(kernel_text(code, "g_log_softmax0_k0"), "args.buf[1][c1]"));
+    EXPECT_TRUE(contains(kernel_text(code, "g_log_softmax0_k0"), "__ldg(args.buf[1] + (c1))"));
   }
 }
 

@@ -79,8 +79,8 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 const KernelLaunch& only_window(const GeneratedCode& code) {
   const auto& kernels = code.fusions.at(0).kernels;
-  auto it = std::find_if(kernels.begin(), kernels.end(),
-                         [](const KernelLaunch& k) { return k.kind == KernelKind::Window; });
+  auto it =
+      std::find_if(kernels.begin(), kernels.end(), [](const KernelLaunch& k) { return k.kind == KernelKind::Window; });
   EXPECT_NE(it, kernels.end());
   return *it;
 }
@@ -119,8 +119,8 @@ TEST(CodegenWindow, MaxPoolWithPrologueEpilogueStridePadding) {
   EXPECT_TRUE(contains(s, "constexpr int kOutH = 17;"));
   EXPECT_TRUE(contains(s, "constexpr int kOutW = 10;"));
   // Prologue on input coordinates (bias per channel), epilogue on outputs.
-  EXPECT_TRUE(contains(s, "(plane / 16LL) * 15312LL + (plane % 16LL) * 957LL + h * 29LL + w]"));
-  EXPECT_TRUE(contains(s, "[(plane % 16LL)]"));
+  EXPECT_TRUE(contains(s, "(plane / 16LL) * 15312LL + (plane % 16LL) * 957LL + h * 29LL + w))"));
+  EXPECT_TRUE(contains(s, " + ((plane % 16LL)))"));
   EXPECT_TRUE(contains(s, "fusegen_relu("));
   EXPECT_TRUE(contains(s, "fusegen_sigmoid(pooled)"));
   EXPECT_TRUE(contains(s, "[plane * 170LL + oh * 10LL + ow] = "));
@@ -206,7 +206,7 @@ fusion pool3d {
 }
 )"));
   expect_compiles(code, "pool3d");
-  EXPECT_TRUE(contains(code.source, "[plane * 289LL + h * 17LL + w]"));
+  EXPECT_TRUE(contains(code.source, " + (plane * 289LL + h * 17LL + w))"));
   EXPECT_EQ(only_window(code).grid[0].value, 1);
 
   GeneratedCode tiny = generate(plan_of(R"(

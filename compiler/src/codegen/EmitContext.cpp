@@ -74,6 +74,17 @@ std::string EmitContext::value_buffer(ValueId value) const {
   return buffer(id);
 }
 
+std::string EmitContext::read(ValueId value, const std::string& at) const {
+  const BufferId id = plan_.buffer_of(value);
+  assert(id != kNoId && "value is not materialized");
+  // Not in GEMMs: a load that may move anywhere may move above the main
+  // loop and hold a register through it (skinny_gemm.cu then spilled).
+  const std::vector<BufferId>& writes = step().writes;
+  if (step().kind == KernelKind::Gemm || std::binary_search(writes.begin(), writes.end(), id))
+    return buffer(id) + "[" + at + "]";
+  return "__ldg(" + buffer(id) + " + (" + at + "))";
+}
+
 BufferId EmitContext::stats_buffer(NodeId norm, bool finalized) const {
   std::string name = (finalized ? "stats_" : "partials_") + std::to_string(norm);
   for (size_t i = 0; i < plan_.buffers.size(); ++i)

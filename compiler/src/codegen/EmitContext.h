@@ -46,6 +46,12 @@ public:
   std::string buffer(BufferId id) const;
   // The buffer of a materialized value (asserts it is materialized).
   std::string value_buffer(ValueId value) const;
+  // Element `at` of a materialized value as device code. Outside GEMMs, a
+  // buffer this kernel does not write is read through the read-only path
+  // (__ldg): its loads may then be scheduled ahead of the kernel's stores,
+  // which they could alias as far as the compiler knows (a normalization's
+  // affine params read between its output stores, bench/NOTES.md v48).
+  std::string read(ValueId value, const std::string& at) const;
   bool is_materialized(ValueId value) const { return plan_.buffer_of(value) != kNoId; }
   // A materialized value held as row-reduction partials that a reader
   // combines (PlanBuffer::combine), not as the value itself.

@@ -307,7 +307,7 @@ Result<std::string> affine(const EmitContext& ctx, const RowShape& row, Body& bo
       continue;
     if (!ctx.is_materialized(tensor))
       return Error{"internal error: " + row.anchor->op + " " + param + " is not in memory"};
-    std::string element = ctx.value_buffer(tensor) + "[channel]";
+    std::string element = ctx.read(tensor, "channel");
     result = "(" + result + (std::string(param) == "weight" ? " * " : " + ") + element + ")";
   }
   if (result != "value")

@@ -81,7 +81,7 @@ std::string PointwiseEmitter::load(ValueId id) {
   const Shape& shape = ctx_.fusion().value(id).type.shape;
   const std::string at = broadcast_offset(ctx_, shape, coords_);
   if (!ctx_.is_partials(id))
-    return ctx_.value_buffer(id) + "[" + at + "]";
+    return ctx_.read(id, at);
   const PlanBuffer& buffer = ctx_.plan().buffer(ctx_.plan().buffer_of(id));
   // A row minimum/maximum as partials [parts, rows] (Plan.h): the value of
   // row `at` combines its parts, in part order.
@@ -106,9 +106,7 @@ std::string PointwiseEmitter::affine(const Node& node, const std::string& normal
   std::string result = normalized;
   ValueId weight = node.operands[static_cast<size_t>(op->tensor_slot("weight"))];
   ValueId bias = node.operands[static_cast<size_t>(op->tensor_slot("bias"))];
-  auto param = [&](ValueId id, const std::string& given) {
-    return !given.empty() ? given : ctx_.value_buffer(id) + "[" + channel + "]";
-  };
+  auto param = [&](ValueId id, const std::string& given) { return !given.empty() ? given : ctx_.read(id, channel); };
   if (weight != kNoId)
     result = "(" + result + " * " + param(weight, bound ? bound->weight : "") + ")";
   if (bias != kNoId)
@@ -123,7 +121,8 @@ std::string PointwiseEmitter::apply_batch_norm_eval(const Node& node) {
   std::string mean = ctx_.value_buffer(node.operands[static_cast<size_t>(op->tensor_slot("running_mean"))]);
   std::string var = ctx_.value_buffer(node.operands[static_cast<size_t>(op->tensor_slot("running_var"))]);
   std::string eps = ops::cuda_float(std::get<double>(node.attrs.at("eps")));
-  return affine(node, "((" + x + " - " + mean + "[" + c + "]) * fusegen_rsqrt(" + var + "[" + c + "] + " + eps + "))", c);
+  return affine(node, "((" + x + " - " + mean + "[" + c + "]) * fusegen_rsqrt(" + var + "[" + c + "] + " + eps + "))",
+                c);
 }
 
 // (x - mean) * rstd, then the affine params, for a normalization whose
