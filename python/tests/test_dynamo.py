@@ -228,6 +228,23 @@ class PartitionTest(unittest.TestCase):
                 rewritten = self.rewrite_and_run(model, inputs)
                 self.assertEqual(len(fusegen_ops(rewritten)), 1)
 
+    # ---- torch.library.opcheck on the backend's ops, on the CPU ----
+
+    def test_opcheck_on_the_ops_the_backend_makes(self):
+        """opcheck's schema, autograd-registration, fake-tensor and aot_dispatch checks on CPU tensors
+        (each op's CPU kernel is the reference interpreter, registered by this test)."""
+        from fusegen import _torch_op
+        torch.manual_seed(8)
+        for name, model, x in (("batch norm state", ConvBatchNormScale().train(), torch.randn(2, 3, 8, 8)),
+                               ("where", SplitByWhere(), torch.randn(4, 16))):
+            rewritten = self.rewrite_and_run(model, [x])
+            for op in set(fusegen_ops(rewritten)):
+                with self.subTest(model=name, op=op.name()):
+                    function = _torch_op._registered[op.name()][0]
+                    args = [torch.rand(tuple(d if isinstance(d, int) else 3 for d in a.dims)) + 0.5
+                            for a in function.arguments]
+                    torch.library.opcheck(op, tuple(args))
+
     # ---- dynamic shapes: symbolic dims ----
 
     def test_dynamic_dims_are_symbolic_dims_of_the_spec(self):
