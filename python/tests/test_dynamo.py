@@ -316,6 +316,9 @@ class PartitionTest(unittest.TestCase):
         torch.manual_seed(6)
         rewritten = self.rewrite_and_run(SplitByWhere(), [torch.randn(4, 16)], fallback="inductor")
         self.assertEqual(len(fusegen_ops(rewritten)), 2)
+        # a fusion that updates running statistics (state arguments) inside Inductor's graph
+        rewritten = self.rewrite_and_run(LinearBatchNorm().train(), [torch.randn(4, 16)], fallback="inductor")
+        self.assertEqual(len(fusegen_ops(rewritten)), 1)
 
     def test_cpu_tensors_fall_back_to_inductor(self):
         from unittest import mock
