@@ -18,7 +18,7 @@ import operator
 import threading
 import warnings
 
-from ._errors import SpecError, UnsupportedModuleError
+from ._errors import Error, SpecError, UnsupportedModuleError
 from ._fx_translate import Translator, dim_of
 
 _lock = threading.Lock()
@@ -97,8 +97,13 @@ def _compile(gm, example_inputs, precision, fallback):
     device = tensors[0].device.index or 0
 
     def inference(aten_gm, aten_inputs):
-        return finish(partition_graph(aten_gm, aten_inputs, precision=precision, device=device), aten_inputs,
-                      fallback)
+        try:
+            rewritten = partition_graph(aten_gm, aten_inputs, precision=precision, device=device)
+        except Error as e:  # before the graph is changed: it runs whole with the fallback, with a warning
+            _warn_once(("partition", str(e)), "fusegen: torch.compile backend: %s; the graph runs with %s PyTorch"
+                       % (str(e).strip().splitlines()[0], fallback))
+            rewritten = aten_gm
+        return finish(rewritten, aten_inputs, fallback)
 
     def needs_grad(aten_gm, aten_inputs):  # not reached after the check above; kept as the safe answer
         return aten_gm.forward
@@ -229,6 +234,8 @@ def partition_graph(gm, example_inputs, precision=None, device=0):
             continue
         break
     sizes = _SizeNodes(gm)
+    for symbol in sorted({d for run in translated for d in run.translator.symbols}):
+        sizes.get(symbol)  # each symbol's node first: a failure here leaves the graph as it was
     for run in translated:
         _replace(gm, run, run.op, torch, sizes)
     legalize_graph(gm)
@@ -257,9 +264,7 @@ def _op(translator, precision, device):
             runtime = _runtimes[(device, precision)] = Runtime(device, precision=precision)
         try:
             function = runtime.load_string(spec, name="<torch.compile fused_%s>" % digest).function()
-        except SpecError as e:
-            if not translator.symbols:
-                raise
+        except SpecError as e:  # the node of the statement stays with the fallback; no crash
             _refuse_statement(translator, spec, e)
         op = function.torch_op(namespace="fusegen", name="fused_" + digest)
         _ops[key] = op
@@ -268,8 +273,8 @@ def _op(translator, precision, device):
 
 
 def _refuse_statement(translator, spec, error):
-    """A spec with symbolic dims that fusegen's check refuses: refuses the node whose
-    statement the error names (that node stays with PyTorch), else the run's first node."""
+    """A spec that fusegen's check refuses (at symbolic dims, mostly): refuses the node whose
+    statement the error names (that node stays with the fallback), else the run's first node."""
     import re
     match = re.search(r":(\d+):\d+: error", str(error))
     node = None
@@ -282,8 +287,9 @@ def _refuse_statement(translator, spec, error):
                 break
     if node is None:
         node = next(iter(translator.lines.values()), None)
-    reason = "fusegen refuses it at symbolic dims %s: %s" % (sorted(translator.symbols),
-                                                              str(error).strip().splitlines()[0])
+    first = str(error).strip().splitlines()[0]
+    reason = ("fusegen refuses it at symbolic dims %s: %s" % (sorted(translator.symbols), first)
+              if translator.symbols else "fusegen refuses the statement: %s" % first)
     translator.fail(reason, node)
 
 
