@@ -15,6 +15,12 @@ from bench/kernelbench_problems/level2, see scripts/kernelbench_conv.py):
   3. times eager, torch.compile (default mode), fusegen strict and fusegen
      tf32 with CUDA events, L2 flushed before each run, median of --runs runs
      after warm-up (PyTorch with TF32 off);
+  3b. the PyTorch frontends, with no spec written by hand (bench/kernelbench_frontends.py;
+     --no-frontends skips them): fusegen.from_module(model, inputs) and
+     torch.compile(model, backend="fusegen"), each on its own copy of the
+     module, timed the same way and checked against eager on --sets fresh
+     input sets (allclose atol=rtol=1e-4, outputs and running stats); a module
+     that from_module cannot map shows "refused: <reason>";
   4. reports fusegen's cold JIT time (first call on an empty fusegen cache;
      cold only on a machine's first run, since a compile cache under ~/.nv
      outside fusegen's shortens later ones: bench/NOTES.md v25), its load time
@@ -30,7 +36,7 @@ the run goes on. Without torch or a GPU it says so and exits 0.
 
 usage: bench/kernelbench.py [--chains 62,75,39,85|seeds|conv|all|1,2,...] [--shapes v0.1|small|both]
                             [--runs 100] [--quick] [--out-dir bench/results]
-                            [--commit SHA] [--no-compile]
+                            [--commit SHA] [--no-compile] [--no-frontends]
 fusegen comes from the installed package, else from python/ of this checkout
 with FUSEGEN_LIBRARY=<build>/runtime/libfusegen.so.
 """
@@ -46,6 +52,7 @@ import tempfile
 import time
 
 import bench_common  # beside this file (helpers shared with bench/sweep.py); the standard library only
+import kernelbench_frontends as frontends  # beside this file; the standard library only
 import launch_floor  # beside this file; the standard library only
 from bench_common import (L2_FLUSH_BYTES, TOLERANCE, Chain, check_precision, err, library_error, log, ms, one_line,
                           pytorch_in_fp32, run_recorded, slug, time_gpu)
@@ -236,17 +243,27 @@ def run_chain(args, chain, flush, cache_dir, row):
             row["errors"].append("fusegen %s: %s" % (precision, one_line(e)))
             log("  fusegen %s: FAIL: %s" % (precision, one_line(e)))
 
+    if not args.no_frontends:
+        torch.manual_seed(args.seed)
+        fresh = chain.make_model()  # the module as built, not the one the runs above updated
+        row["frontends"] = frontends.run_frontends(fusegen, torch, fresh, x, chain.make_inputs, args.sets,
+                                                   lambda fn: time_gpu(fn, **timing), torch.cuda.synchronize, log)
+        for name, result in row["frontends"].items():
+            if result["runs"] is not None:
+                row["runs"][name] = result["runs"]
+
 
 def new_row(shapes, key, name):
     return {"chain": key, "name": name, "shapes": shapes, "n": None,
             "eager_ms": None, "compile_ms": None, "compile_warmup_s": None, "fusegen_ms": {}, "runs": {},
-            "cold_ms": {}, "disk_load": {}, "max_error": {}, "passed": {}, "errors": []}
+            "cold_ms": {}, "disk_load": {}, "max_error": {}, "passed": {}, "errors": [], "frontends": None}
 
 
 def verdict(row):
-    """PASS when fusegen ran and matched PyTorch in both precisions (a torch.compile
-    failure is reported in the row but is not fusegen's failure)."""
-    ours = [e for e in row["errors"] if not e.startswith("torch.compile")]
+    """PASS when fusegen ran and matched PyTorch in both precisions, and each frontend that
+    ran matched eager (a torch.compile failure is reported in the row but is not fusegen's
+    failure; neither is from_module's refusal of a module it cannot map)."""
+    ours = [e for e in row["errors"] if not e.startswith("torch.compile")] + frontends.failures(row)
     return "PASS" if not ours and all(row["passed"].get(p) for p in TOLERANCE) else "FAIL"
 
 
@@ -288,33 +305,43 @@ def ratio(base, value):
 
 
 def main_table(rows):
-    lines = ["| chain | shapes | N | eager ms | compile ms | fusegen strict ms | fusegen tf32 ms | strict vs eager | "
-             "strict vs compile | tf32 vs eager | tf32 vs compile | max err strict | max err tf32 | result |",
-             "|" + "---|" * 14]
+    """The time-per-call table; the frontends' columns (kernelbench_frontends.HEADERS) sit after the
+    hand-written spec's times, ratios and errors."""
+    fm = frontends.HEADERS
+    headers = (["chain", "shapes", "N", "eager ms", "compile ms", "fusegen strict ms", "fusegen tf32 ms"] + fm[:2] +
+               ["strict vs eager", "strict vs compile", "tf32 vs eager", "tf32 vs compile"] + fm[2:4] +
+               ["max err strict", "max err tf32"] + fm[4:] + ["result"])
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for r in rows:
         strict, tf32 = r["fusegen_ms"].get("strict"), r["fusegen_ms"].get("tf32")
-        result = verdict(r) + ("".join("; " + e for e in r["errors"]) if r["errors"] else "")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["name"], r["shapes"], r["n"] or "-", ms(r["eager_ms"]), ms(r["compile_ms"]), ms(strict), ms(tf32),
-            ratio(r["eager_ms"], strict), ratio(r["compile_ms"], strict), ratio(r["eager_ms"], tf32),
-            ratio(r["compile_ms"], tf32), err(r["max_error"].get("strict")), err(r["max_error"].get("tf32")),
-            result.replace("|", "/")))
+        problems = r["errors"] + frontends.failures(r)
+        result = verdict(r) + "".join("; " + e for e in problems)
+        front = frontends.cells(r, ms, err, ratio)
+        cells = ([r["name"], r["shapes"], r["n"] or "-", ms(r["eager_ms"]), ms(r["compile_ms"]), ms(strict), ms(tf32)]
+                 + front[:2] + [ratio(r["eager_ms"], strict), ratio(r["compile_ms"], strict),
+                                ratio(r["eager_ms"], tf32), ratio(r["compile_ms"], tf32)] + front[2:4]
+                 + [err(r["max_error"].get("strict")), err(r["max_error"].get("tf32"))] + front[4:] + [result])
+        lines.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")
     return lines
 
 
 def jit_table(rows):
     lines = ["| chain | shapes | cold first call strict ms | cold tf32 ms | fresh process: prepare strict ms | "
-             "prepare tf32 ms | fresh process compiles | open device + context ms | torch.compile warm-up s |",
-             "|" + "---|" * 9]
+             "prepare tf32 ms | fresh process compiles | open device + context ms | torch.compile warm-up s | "
+             "from_module first call s | backend warm-up s |",
+             "|" + "---|" * 11]
     for r in rows:
         d = r["disk_load"]
         compiles = "/".join(str(d[p]["stats"]["compiles"]) for p in TOLERANCE if p in d) or "-"
         opened = "/".join("%.0f + %.0f" % (d[p]["open_device_ms"], d[p].get("context_ms", 0)) for p in TOLERANCE
                           if p in d) or "-"
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        front = r.get("frontends") or {}
+        warm = ["-" if (front.get(k) or {}).get("warmup_s") is None else "%.1f" % front[k]["warmup_s"]
+                for k in frontends.FRONTENDS]
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % ((
             r["name"], r["shapes"], ms(r["cold_ms"].get("strict")), ms(r["cold_ms"].get("tf32")),
             prepare(d.get("strict")), prepare(d.get("tf32")), compiles, opened,
-            "-" if r["compile_warmup_s"] is None else "%.1f" % r["compile_warmup_s"]))
+            "-" if r["compile_warmup_s"] is None else "%.1f" % r["compile_warmup_s"]) + tuple(warm)))
     return lines
 
 
@@ -347,6 +374,13 @@ def report(info, rows, overhead, args, seconds):
           "batch-norm running stats included); speedup = PyTorch ms / fusegen ms." % (
               L2_FLUSH_BYTES >> 20, args.runs, args.warmup, args.sets),
           "- total time: %.0f s" % seconds, ""]
+    if not args.no_frontends:
+        md[-1:-1] = ["- frontends, no spec written by hand: `from_module` is fusegen.from_module(model, inputs), "
+                     "`backend` is torch.compile(model, backend=\"fusegen\") (fusegen's fusions plus eager PyTorch "
+                     "for the rest; its check cell counts the fusions in its graph), each on a copy of the freshly "
+                     "built module, timed as above, checked against eager on %d fresh input sets (allclose "
+                     "atol=rtol=1e-4, strict fp32, running stats included); \"refused\": from_module cannot map "
+                     "the module (why)." % args.sets]
     if conv:
         md[-1:-1] = ["- conv chains: the problems' own Models from bench/kernelbench_problems/level2 (%s at commit "
                      "%s), specs under specs/kernelbench/conv" % (kc.KERNELBENCH_REPOSITORY, kc.KERNELBENCH_COMMIT)]
@@ -394,6 +428,8 @@ def parse_args():
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 20 runs, 2 input sets, 1000 overhead calls; writes <gpu>-quick.*")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument("--no-frontends", action="store_true",
+                        help="skip the PyTorch frontends' columns (fusegen.from_module and backend=\"fusegen\")")
     parser.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
     parser.add_argument("--commit", help="fusegen commit to record (default: git rev-parse of this checkout)")
     parser.add_argument("--seed", type=int, default=0)

@@ -18,8 +18,8 @@ import operator
 import threading
 import warnings
 
-from ._errors import UnsupportedModuleError
-from ._fx_translate import Translator
+from ._errors import Error, SpecError, UnsupportedModuleError
+from ._fx_translate import Translator, dim_of
 
 _lock = threading.Lock()
 _ops = {}           # (spec text, device, precision) -> OpOverload
@@ -97,19 +97,31 @@ def _compile(gm, example_inputs, precision, fallback):
     device = tensors[0].device.index or 0
 
     def inference(aten_gm, aten_inputs):
-        rewritten = partition_graph(aten_gm, aten_inputs, precision=precision, device=device)
-        if fallback == "inductor":
-            from torch._guards import detect_fake_mode
-            from torch._inductor.compile_fx import compile_fx_inner
-            from torch.fx.passes.fake_tensor_prop import FakeTensorProp
-            # the nodes made here have no example values yet, which Inductor's lowering reads
-            FakeTensorProp(rewritten, detect_fake_mode(aten_inputs)).propagate_dont_convert_inputs(*aten_inputs)
-            return compile_fx_inner(rewritten, aten_inputs)
-        return rewritten.forward
+        try:
+            rewritten = partition_graph(aten_gm, aten_inputs, precision=precision, device=device)
+        except Error as e:  # before the graph is changed: it runs whole with the fallback, with a warning
+            _warn_once(("partition", str(e)), "fusegen: torch.compile backend: %s; the graph runs with %s PyTorch"
+                       % (str(e).strip().splitlines()[0], fallback))
+            rewritten = aten_gm
+        return finish(rewritten, aten_inputs, fallback)
 
     def needs_grad(aten_gm, aten_inputs):  # not reached after the check above; kept as the safe answer
         return aten_gm.forward
     return aot_autograd(fw_compiler=needs_grad, inference_compiler=inference)(gm, example_inputs)
+
+
+def finish(rewritten, aten_inputs, fallback):
+    """The callable of a rewritten ATen graph: its forward (eager PyTorch runs what is not
+    fused), or with fallback="inductor" the graph compiled by Inductor, where the fusions'
+    custom ops are extern kernels and Inductor compiles the rest."""
+    if fallback != "inductor":
+        return rewritten.forward
+    from torch._guards import detect_fake_mode
+    from torch._inductor.compile_fx import compile_fx_inner
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+    # the nodes made here have no example values yet, which Inductor's lowering reads
+    FakeTensorProp(rewritten, detect_fake_mode(aten_inputs)).propagate_dont_convert_inputs(*aten_inputs)
+    return compile_fx_inner(rewritten, aten_inputs)
 
 
 # ---- partitioning ----
@@ -135,8 +147,8 @@ def _supported_locally(node, table, refused):
             # extra results (indices, masks) may be other dtypes: getitem picks
             if v is values[0]:
                 return False
-        if any(type(d) is not int for d in v.shape):
-            return False
+        if any(dim_of(d) is None for d in v.shape):
+            return False  # an expression of symbolic dims (s0 * 4): no spec form
     if node.target is operator.getitem:
         return str(getattr(val, "dtype", "")) == "torch.float32" and _supported_locally(node.args[0], table, refused)
     return True
@@ -182,6 +194,11 @@ def _translate(gm, nodes, table):
     results = []
     for node in needed:
         results.append((node, translator.add_output(node, "out%d" % len(translator.outputs))))
+    given = {d for a in translator.arguments for d in a.shape if isinstance(d, str)}
+    for node, result in results:
+        missing = [d for d in (result[2] if result[0] == "output" else ()) if isinstance(d, str) and d not in given]
+        if missing:  # the op's fake implementation could not give this dim
+            translator.fail("its symbolic dim %s is no dim of the fusion's arguments" % missing[0], node)
     return _Run(nodes, translator, results)
 
 
@@ -208,6 +225,7 @@ def partition_graph(gm, example_inputs, precision=None, device=0):
             for nodes in _propose(gm, table, refused):
                 run = _translate(gm, nodes, table)
                 if run is not None:
+                    run.op = _op(run.translator, precision, device)
                     translated.append(run)
         except UnsupportedModuleError as e:
             if e.node is None or e.node in refused:
@@ -215,8 +233,11 @@ def partition_graph(gm, example_inputs, precision=None, device=0):
             refused.add(e.node)
             continue
         break
+    sizes = _SizeNodes(gm)
+    for symbol in sorted({d for run in translated for d in run.translator.symbols}):
+        sizes.get(symbol)  # each symbol's node first: a failure here leaves the graph as it was
     for run in translated:
-        _replace(gm, run, _op(run.translator, precision, device), torch)
+        _replace(gm, run, run.op, torch, sizes)
     legalize_graph(gm)
     gm.graph.lint()
     gm.recompile()
@@ -241,11 +262,75 @@ def _op(translator, precision, device):
         runtime = _runtimes.get((device, precision))
         if runtime is None:
             runtime = _runtimes[(device, precision)] = Runtime(device, precision=precision)
-        function = runtime.load_string(spec, name="<torch.compile fused_%s>" % digest).function()
+        try:
+            function = runtime.load_string(spec, name="<torch.compile fused_%s>" % digest).function()
+        except SpecError as e:  # the node of the statement stays with the fallback; no crash
+            _refuse_statement(translator, spec, e)
         op = function.torch_op(namespace="fusegen", name="fused_" + digest)
         _ops[key] = op
         _specs[op.name()] = spec
     return op
+
+
+def _refuse_statement(translator, spec, error):
+    """A spec that fusegen's check refuses (at symbolic dims, mostly): refuses the node whose
+    statement the error names (that node stays with the fallback), else the run's first node."""
+    import re
+    match = re.search(r":(\d+):\d+: error", str(error))
+    node = None
+    if match:
+        line = spec.splitlines()[int(match.group(1)) - 1].strip() if int(match.group(1)) <= len(
+            spec.splitlines()) else ""
+        for index, statement in enumerate(translator.statements):
+            if statement == line or line.startswith(statement):
+                node = translator.lines.get(index)
+                break
+    if node is None:
+        node = next(iter(translator.lines.values()), None)
+    first = str(error).strip().splitlines()[0]
+    reason = ("fusegen refuses it at symbolic dims %s: %s" % (sorted(translator.symbols), first)
+              if translator.symbols else "fusegen refuses the statement: %s" % first)
+    translator.fail(reason, node)
+
+
+class _SizeNodes:
+    """FX nodes that give each symbolic dim's value at run time (for the reshapes and views
+    around the fusions): a SymInt placeholder of that symbol, else aten.sym_size.int of a
+    placeholder tensor that has it."""
+
+    def __init__(self, gm):
+        self.gm = gm
+        self.known = {}
+
+    def get(self, symbol):
+        if symbol in self.known:
+            return self.known[symbol]
+        import torch
+        graph = self.gm.graph
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        found = None
+        for node in placeholders:
+            val = node.meta.get("val")
+            if not hasattr(val, "shape") and val is not None and dim_of(val) == symbol:
+                found = node
+                break
+        if found is None:
+            for node in placeholders:
+                val = node.meta.get("val")
+                dims = [dim_of(d) for d in getattr(val, "shape", ())]
+                if symbol in dims:
+                    with graph.inserting_after(node):
+                        found = graph.call_function(torch.ops.aten.sym_size.int, (node, dims.index(symbol)))
+                    found.meta["val"] = val.shape[dims.index(symbol)]
+                    break
+        if found is None:
+            raise UnsupportedModuleError("fusegen: torch.compile backend: no graph input gives the symbolic dim "
+                                         "'%s'" % symbol)
+        self.known[symbol] = found
+        return found
+
+    def shape(self, shape):
+        return [self.get(d) if isinstance(d, str) else d for d in shape]
 
 
 def spec_of(op):
@@ -254,7 +339,16 @@ def spec_of(op):
     return _specs[name if "::" in name else "fusegen::" + name]
 
 
-def _replace(gm, run, op, torch):
+def _aligned(val):
+    """Whether the tensor starts 16 bytes into its storage's alignment, without a guard on a symbolic offset."""
+    offset = val.storage_offset()
+    if type(offset) is int:
+        return offset % 4 == 0
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+    return statically_known_true(offset % 4 == 0)
+
+
+def _replace(gm, run, op, torch, sizes):
     graph = gm.graph
     aten = torch.ops.aten
     arguments = run.translator.arguments
@@ -263,11 +357,11 @@ def _replace(gm, run, op, torch):
         for a in arguments:
             node = a.source
             val = node.meta.get("val")
-            if val is not None and (not val.is_contiguous() or val.storage_offset() % 4):
+            if val is not None and (not val.is_contiguous() or not _aligned(val)):
                 # fusegen takes contiguous, 16-byte aligned tensors: a copy of a strided view
                 node = graph.call_function(aten.clone.default, (node,), {"memory_format": torch.contiguous_format})
             if a.view:
-                node = graph.call_function(aten.reshape.default, (node, list(a.shape)))
+                node = graph.call_function(aten.reshape.default, (node, sizes.shape(a.shape)))
             if a.kind == "state":  # the fusion writes it: a copy, whose new value is the functional result
                 node = graph.call_function(aten.clone.default, (node,))
             passed[a.name] = node
@@ -282,7 +376,7 @@ def _replace(gm, run, op, torch):
             _, name, shape = result
             value = call if len(outputs) == 1 else graph.call_function(operator.getitem, (call, outputs.index(name)))
             if spec_shapes[name] != tuple(shape):
-                value = graph.call_function(aten.view.default, (value, list(shape)))
+                value = graph.call_function(aten.view.default, (value, sizes.shape(shape)))
             replacements.append((node, value))
     for node, value in replacements:
         node.replace_all_uses_with(value)

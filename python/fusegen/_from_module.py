@@ -13,10 +13,10 @@ from ._fx_translate import StateAfter, Translator, source_line
 from ._modules import module_arguments
 
 
-def _export(module, args):
+def _export(module, args, dynamic_shapes=None):
     import torch
     try:
-        program = torch.export.export(module, args)
+        program = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
     except Exception as e:  # torch's own message says what it could not trace
         raise UnsupportedModuleError("fusegen: from_module: torch.export could not capture %s.forward: %s: %s" % (
             type(module).__name__, type(e).__name__, str(e).strip().splitlines()[0] if str(e).strip() else "")) from e
@@ -71,14 +71,36 @@ class ModuleFusion:
     def __repr__(self):
         return "<fusegen.ModuleFusion %s of %s>" % (self.function.name, type(self.module).__name__)
 
+    def _symbols(self, inputs):
+        """{symbolic dim: size} of a call (dynamic_shapes): read off the inputs declared in their own rank."""
+        symbols = {}
+        for tensor, views in zip(inputs, self._input_views):
+            for _, shape in views:
+                if len(shape) == len(tensor.shape):
+                    for want, size in zip(shape, tensor.shape):
+                        if isinstance(want, str):
+                            symbols.setdefault(want, int(size))
+        return symbols
+
+    def _sizes(self, shape, symbols):
+        if not any(isinstance(d, str) for d in shape):
+            return shape
+        missing = [d for d in shape if isinstance(d, str) and d not in symbols]
+        if missing:
+            raise UnsupportedModuleError("fusegen: %s: no input gives the symbolic dim '%s'" % (
+                self.function.name, missing[0]))
+        return tuple(symbols[d] if isinstance(d, str) else d for d in shape)
+
     def arguments(self, *inputs):
         """{spec argument: tensor} for a call with these forward inputs."""
         if len(inputs) != len(self.inputs):
             raise UnsupportedModuleError("fusegen: %s takes the %d inputs of %s.forward, not %d" % (
                 self.function.name, len(self.inputs), type(self.module).__name__, len(inputs)))
+        symbols = self._symbols(inputs)
         extra = {}
         for tensor, views in zip(inputs, self._input_views):
             for spec_name, shape in views:
+                shape = self._sizes(shape, symbols)
                 extra[spec_name] = tensor if tuple(tensor.shape) == shape else tensor.reshape(shape)
         return module_arguments(self.module, self.names, function=self.function, **extra)
 
@@ -88,7 +110,8 @@ class ModuleFusion:
         results = self.function(**self.arguments(*inputs))
         results = results if isinstance(results, tuple) else (results,)
         by_name = dict(zip(self.function.output_names, results))
-        flat = [by_name[name].view(shape) for name, shape in self._outputs]
+        symbols = self._symbols(inputs)
+        flat = [by_name[name].view(self._sizes(shape, symbols)) for name, shape in self._outputs]
         if self._counters:
             with torch.no_grad():
                 for dotted, amount in self._counters:
@@ -109,12 +132,13 @@ def _fusion_name(module, name):
     return name if name and not name[0].isdigit() else "m_" + name
 
 
-def translate_module(module, example_inputs, name=None, precision=None):
+def translate_module(module, example_inputs, name=None, precision=None, dynamic_shapes=None):
     """(spec text, {spec name: attribute}, per-input [(spec name, shape)], counters, [(output name, shape)],
-    out_spec) of module's forward at the example inputs' shapes; no library needed."""
+    out_spec) of module's forward at the example inputs' shapes (dims that dynamic_shapes makes dynamic:
+    the spec's symbolic dims, named as torch.export's symbols, s0 ...); no library needed."""
     from ._fx_ops import handlers
     args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
-    program = _export(module, args)
+    program = _export(module, args, dynamic_shapes)
     graph = program.graph
     signature = program.graph_signature
     placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
@@ -191,16 +215,19 @@ def translate_module(module, example_inputs, name=None, precision=None):
     return translator.spec(), names, input_views, counters, outputs, out_spec
 
 
-def from_module(module, example_inputs, *, name=None, precision=None, runtime=None):
+def from_module(module, example_inputs, *, name=None, precision=None, runtime=None, dynamic_shapes=None):
     """The module's forward as a fusegen fusion (a ModuleFusion): captured with torch.export at the
     example inputs' shapes, mapped node by node to fusegen ops, loaded on `runtime` (default: the
     default runtime of the CUDA device of the module's tensors or the inputs, else of device 0). Refuses with
     UnsupportedModuleError naming the first node fusegen cannot express (op and source line).
     precision: None (strict) or 'tf32', written into the spec. Call the result like the module:
-    fusion(*inputs), under torch.no_grad() when the parameters require grad."""
+    fusion(*inputs), under torch.no_grad() when the parameters require grad.
+    dynamic_shapes: torch.export's (e.g. {"x": {0: torch.export.Dim("batch")}}): those dims become
+    symbolic dims of the spec, so the one fusion takes every size (the JIT specializes per call shape);
+    a dim that becomes an expression of symbols (a 3x3 convolution's H - 2) is refused."""
     from ._runtime import default_runtime
     spec, names, input_views, counters, outputs, out_spec = translate_module(module, example_inputs, name,
-                                                                             precision)
+                                                                             precision, dynamic_shapes)
     if runtime is None:
         tensors = list(module.parameters()) + list(module.buffers()) + [
             t for t in (example_inputs if isinstance(example_inputs, (tuple, list)) else [example_inputs])

@@ -35,7 +35,7 @@ def _out_shape(t, node):
     val = node.meta.get("val")
     if isinstance(val, (tuple, list)):
         val = val[0]
-    return tuple(int(d) for d in val.shape)
+    return t.dims(val.shape, node)
 
 
 def _kw(pairs):
@@ -463,8 +463,7 @@ def _added_unit_dims(t, x):
     if not x.viewed:
         return set()
     unit = set()
-    from ._fx_translate import dim_groups
-    for sdims, tdims in dim_groups(x.spec_shape, x.torch_shape):
+    for sdims, tdims in t.groups(x.spec_shape, x.torch_shape):
         if not sdims:
             unit.update(tdims)
         elif len(sdims) != len(tdims):

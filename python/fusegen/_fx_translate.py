@@ -13,6 +13,13 @@ reductions and softmax over whole groups of dims, pools over added unit dims,
 a linear over merged leading dims) do; every other op needs the two shapes
 equal, and refuses otherwise. An output whose shapes differ is returned as a
 torch view of fusegen's output (free: outputs are contiguous).
+
+Dims are ints, or strings for symbolic dims: a dim whose size is a plain
+symbol of torch's shape environment (a SymInt `s0` of dynamic shapes) is
+declared as the spec's symbolic dim of that name, so one fusion serves every
+size and the JIT specializes per call. A dim that is an expression of symbols
+(`s0 * 4`, `s1 - 2`) has no spec form; the node that has it is refused
+(`dim_of` returns None for it).
 """
 
 import os
@@ -96,10 +103,32 @@ def literal(value):
     raise ValueError("%r has no spec literal" % (value,))
 
 
+def dim_of(d):
+    """A torch dim as a spec dim: an int, the name of a plain symbol (a SymInt `s0`),
+    or None for an expression of symbols (no spec form)."""
+    if type(d) is int:
+        return d
+    node = getattr(d, "node", None)
+    if node is None:
+        return None
+    constant = node.maybe_as_int() if hasattr(node, "maybe_as_int") else None
+    if constant is not None:
+        return int(constant)
+    expr = getattr(node, "expr", None)
+    if expr is not None and getattr(expr, "is_Symbol", False) and re.match(r"^[A-Za-z_]\w*$", str(expr)):
+        return str(expr)
+    return None
+
+
+def is_symbolic(shape):
+    return any(isinstance(d, str) for d in shape)
+
+
 def dim_groups(spec_shape, torch_shape):
     """The row-major correspondence of two shapes with the same number of elements:
     [(spec dims, torch dims)], each group the same product. A size-1 dim on one side
-    only is a group of its own with nothing on the other side."""
+    only is a group of its own with nothing on the other side. A symbolic dim (a
+    string) pairs only with the same symbol (ValueError otherwise)."""
     S, T = spec_shape, torch_shape
     i = j = 0
     groups = []
@@ -109,6 +138,12 @@ def dim_groups(spec_shape, torch_shape):
         if s1 and t1:
             groups.append(([i], [j]))
             i, j = i + 1, j + 1
+        elif i < len(S) and j < len(T) and isinstance(S[i], str) and S[i] == T[j]:
+            groups.append(([i], [j]))
+            i, j = i + 1, j + 1
+        elif (i < len(S) and isinstance(S[i], str)) or (j < len(T) and isinstance(T[j], str)):
+            raise ValueError("the view %s of a %s tensor merges or splits a symbolic dim; fusegen has no "
+                             "reshape" % (list(T), list(S)))
         elif t1 or i == len(S):
             groups.append(([], [j]))
             j += 1
@@ -180,6 +215,8 @@ class Translator:
         self.node = None              # the node being translated (for errors)
         self.outputs = []             # [(spec name, torch shape, expression, spec shape)]
         self.comment = None
+        self.symbols = set()          # the symbolic dims seen (spec names of SymInt dims)
+        self.lines = {}               # statement index -> the node that emitted it
 
     # ---- errors ----
 
@@ -214,15 +251,33 @@ class Translator:
             val = node.meta.get("example_value")
         if val is None or not hasattr(val, "shape"):
             self.fail("no tensor shape recorded for '%s'" % node.name, node)
-        dims = []
-        for d in val.shape:
-            if type(d) is not int:
-                self.fail("'%s' has a dynamic shape %s; fusegen here takes static shapes (compile with "
-                          "dynamic=False, or export without dynamic_shapes)" % (node.name, list(val.shape)), node)
-            dims.append(d)
         if str(val.dtype) != "torch.float32":
             self.fail("'%s' has dtype %s; fusegen computes float32 tensors" % (node.name, val.dtype), node)
+        return self.dims(val.shape, node)
+
+    def dims(self, shape, node=None):
+        """A torch shape as spec dims (ints and symbol names); refuses expressions of symbols."""
+        dims = []
+        for d in shape:
+            spec_dim = dim_of(d)
+            if spec_dim is None:
+                self.fail("'%s' has the shape %s; a dim that is an expression of symbolic dims has no spec "
+                          "form (fusegen takes constant dims and plain symbols such as s0)"
+                          % ((node or self.node).name, list(shape)), node)
+            if isinstance(spec_dim, str) and spec_dim not in self.symbols:
+                if spec_dim in self._names:
+                    self.fail("the symbolic dim '%s' has the name of a tensor of the fusion" % spec_dim, node)
+                self.symbols.add(spec_dim)
+                self._names.add(spec_dim)  # no tensor takes a dim's name
+            dims.append(spec_dim)
         return tuple(dims)
+
+    def groups(self, spec_shape, torch_shape):
+        """dim_groups, refusing the current node where a view splits or merges a symbolic dim."""
+        try:
+            return dim_groups(spec_shape, torch_shape)
+        except ValueError as e:
+            self.fail(str(e))
 
     def lookup(self, arg):
         """The translation of an FX node argument (declaring outside nodes as arguments)."""
@@ -290,6 +345,7 @@ class Translator:
     def emit(self, expr, spec_shape, torch_shape=None, hint=None):
         """`name = expr` for the current node; returns its Value."""
         name = self.fresh(hint or _readable(self.node.name))
+        self.lines[len(self.statements)] = self.node
         self.statements.append("%s = %s" % (name, expr))
         return Value(name, spec_shape, torch_shape)
 
@@ -300,7 +356,7 @@ class Translator:
         if not v.viewed:
             return sorted(wanted)
         result = []
-        for sdims, tdims in dim_groups(v.spec_shape, v.torch_shape):
+        for sdims, tdims in self.groups(v.spec_shape, v.torch_shape):
             touched = wanted.intersection(tdims)
             if touched and len(touched) != len(tdims):
                 self.fail("dims %s of the view %s of a %s tensor split a dim of the spec tensor; fusegen has "
@@ -321,7 +377,13 @@ class Translator:
                 handler = handlers.get(getattr(node.target, "overloadpacket", None))
             if handler is None:
                 self.fail("%s has no fusegen op" % op_name(node))
-            self.env[node] = handler(self, node)
+            try:
+                self.env[node] = handler(self, node)
+            except UnsupportedModuleError:
+                raise
+            except Exception as e:  # noqa: BLE001 - an argument the rule did not foresee: refused, not a crash
+                self.fail("its arguments are outside what fusegen's mapping takes (%s: %s)" % (
+                    type(e).__name__, str(e).strip().splitlines()[0] if str(e).strip() else ""))
         self.node = None
 
     def add_output(self, node, name_hint):

@@ -211,5 +211,25 @@ class FromModuleTest(unittest.TestCase):
             fusion()
 
 
+    def test_dynamic_shapes_become_symbolic_dims(self):
+        torch.manual_seed(1)
+        model = LinearGroupNormLeakyReluSum()
+        fusion = fusegen.from_module(model, [torch.randn(6, 32)],
+                                     dynamic_shapes={"x": {0: torch.export.Dim("batch", min=2)}})
+        self.assertRegex(fusion.spec, r"input +x +: f32\[s\d+, 32\]")
+        symbol = fusion.function.arguments[0].dims[0]
+        self.assertIsInstance(symbol, str)
+        self.assertEqual(fusion.function.outputs[0].dims, (symbol, 16))
+        for n in (3, 11):  # one fusion, any batch: the arguments and the output view take the call's size
+            self.assertEqual(tuple(fusion.arguments(torch.randn(n, 32))["x"].shape), (n, 32))
+            self.assertEqual(fusion._sizes(fusion._outputs[0][1], fusion._symbols([torch.randn(n, 32)])), (n, 16))
+
+    def test_dynamic_spatial_dims_of_a_convolution_are_refused(self):
+        model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())
+        with self.assertRaisesRegex(fusegen.UnsupportedModuleError, "expression of symbolic dims"):
+            fusegen.from_module(model, [torch.randn(2, 3, 10, 10)],
+                                dynamic_shapes=({2: torch.export.Dim("h", min=4)},))
+
+
 if __name__ == "__main__":
     unittest.main()

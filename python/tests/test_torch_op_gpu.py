@@ -1,5 +1,6 @@
 """The custom op (Function.torch_op) on a GPU, for the four seed fusions
-(specs/kernelbench/small): torch.library.opcheck, torch.compile(fullgraph=True)
+(specs/kernelbench/small; opcheck also at KernelBench's own sizes, specs/kernelbench/*.fg):
+torch.library.opcheck, torch.compile(fullgraph=True)
 and CUDA graph capture against the fusion called directly ("eager"), within 1e-4;
 positional calls and the refusal of inputs that require grad on the real call path.
 Needs torch with CUDA: "skipped: no GPU" otherwise."""
@@ -19,7 +20,7 @@ def example_args(f, n=4):
     torch.manual_seed(0)
     args = []
     for spec in f.arguments:
-        shape = tuple(n if d == "N" else d for d in spec.dims)
+        shape = tuple(n if isinstance(d, str) else d for d in spec.dims)
         t = torch.rand(shape, device="cuda")
         args.append(t + 0.5 if spec.name == "running_var" else t)  # a variance is positive
     return args
@@ -46,6 +47,15 @@ class TorchOpGpuTest(unittest.TestCase):
         for chain, op in self.ops.items():
             with self.subTest(chain=chain):
                 torch.library.opcheck(op, tuple(example_args(self.functions[chain])))
+
+    def test_opcheck_at_kernelbench_sizes(self):
+        """Every seed fusion at KernelBench's own sizes (specs/kernelbench/*.fg), N=4 and N=64."""
+        for chain in CHAINS:
+            f = self.runtime.load(support.spec("v0.1", chain)).function()
+            op = f.torch_op(namespace="fusegen_gpu_test_v01")
+            for n in (4, 64):
+                with self.subTest(chain=chain, n=n):
+                    torch.library.opcheck(op, tuple(example_args(f, n)))
 
     def test_op_and_positional_calls_match_keyword_calls(self):
         for chain, f in self.functions.items():
