@@ -45,6 +45,22 @@ For each point, in one process on one GPU, PyTorch in fp32 with TF32 off:
   5. writes OUT_DIR/<gpu>-sweep.md (a table per family), .json and .svg (the
      fraction of roofline per point and system), -sweep-quick.* with --quick.
 
+--autotune (issue 30) adds, per point, fusegen strict and tf32 with the
+runtime's autotuning on (docs/jit-api.md "Autotuning": the heuristic's
+kernels and each GEMM block forced, unsplit and split-K, timed, the fastest
+kept), each precision in a runtime of its own; every fusegen runtime, the
+heuristic's too, then has a fresh cache directory, so no cached kernels are
+reused (a runtime takes a cached autotuned entry even with autotuning off).
+The tuned kernels are checked like the others (1e-4 strict, 1e-2 tf32) and
+timed the same way; Runtime.tunings() says which candidate won (`heuristic`
+or a forced block such as `128x64` or `64x64:8`, split-K 8) and each
+kernel's variant for the winner and the heuristic. Each family gets a
+table of strict / tf32 against strict tuned / tf32 tuned, the winners and a
+flag ("strict: heuristic +23%") where the heuristic's time is more than 10% above
+the tuned one; the section "Heuristic against autotuning" (and the JSON's
+"heuristic_vs_autotuning") lists every flagged point with both times and
+both variants, or "none". Written to <gpu>-sweep-autotune[-quick].*.
+
 A point that fails (a fusegen error, a mismatch) is a FAIL row with its
 message and the run goes on; the exit status is then 1. Without torch or a
 GPU it says so and exits 0.
@@ -75,7 +91,7 @@ if BENCH not in sys.path:
     sys.path.insert(0, BENCH)
 import bench_common as bc  # noqa: E402 - beside this file; the standard library only
 from bench_common import log, ms, one_line  # noqa: E402
-from sweep_report import (FAMILIES, SYSTEM_LABELS, SYSTEMS, roofline, svg_chart,  # noqa: E402,F401
+from sweep_report import (FAMILIES, SYSTEM_LABELS, SYSTEMS, TUNED, roofline, svg_chart,  # noqa: E402,F401
                           verdict, write_outputs)
 
 ROOT = bc.ROOT
@@ -317,28 +333,62 @@ def count_launches(fn, calls=3):
 # One point on the GPU
 
 
-def new_row(point):
-    return {"family": point.family, "point": point.label, "spec": os.path.relpath(point.spec, ROOT),
-            "fusion": point.fusion, "dims": dict(point.dims), "flops": point.flops, "bytes": None,
-            "ms": {}, "runs": {}, "bound_ms": {}, "fraction": {}, "launches": {}, "other_gpu_ops": {},
-            "cold_ms": {}, "max_error": {}, "passed": {}, "compile_warmup_s": None,
-            "errors": [], "notes": []}
+def new_row(point, autotune=False):
+    row = {"family": point.family, "point": point.label, "spec": os.path.relpath(point.spec, ROOT),
+           "fusion": point.fusion, "dims": dict(point.dims), "flops": point.flops, "bytes": None,
+           "ms": {}, "runs": {}, "bound_ms": {}, "fraction": {}, "launches": {}, "other_gpu_ops": {},
+           "cold_ms": {}, "max_error": {}, "passed": {}, "compile_warmup_s": None,
+           "errors": [], "notes": []}
+    if autotune:
+        row["tuning"] = {}  # precision: what the autotuner chose (tuning_record)
+    return row
 
 
 class Programs:
-    """One runtime per precision for the whole sweep, each spec loaded once per runtime."""
+    """One runtime per precision (and, with --autotune, one more per precision with autotuning on) for the
+    whole sweep, each spec loaded once per runtime. With --autotune every runtime has a fresh cache
+    directory of its own: the heuristic's would otherwise take any autotuned entry a cache holds (the
+    runtime prefers it, autotuning on or off), and the tuned one the heuristic's kernels."""
 
-    def __init__(self):
+    def __init__(self, autotune=False):
         self.runtimes = {}
         self.programs = {}
+        self.cache_root = tempfile.mkdtemp(prefix="fusegen-sweep-autotune-") if autotune else None
 
-    def function(self, precision, spec, fusion):
-        if precision not in self.runtimes:
-            self.runtimes[precision] = fusegen.Runtime(precision=precision)
-        key = (precision, spec)
+    def runtime(self, precision, tuned=False):
+        key = (precision, tuned)
+        if key not in self.runtimes:
+            if self.cache_root is None:
+                self.runtimes[key] = fusegen.Runtime(precision=precision)
+            else:
+                cache = os.path.join(self.cache_root, "%s-%s" % (precision, "tuned" if tuned else "heuristic"))
+                self.runtimes[key] = fusegen.Runtime(precision=precision, cache_dir=cache, autotune=tuned)
+        return self.runtimes[key]
+
+    def function(self, precision, spec, fusion, tuned=False):
+        key = (precision, tuned, spec)
         if key not in self.programs:
-            self.programs[key] = self.runtimes[precision].load(spec)
+            self.programs[key] = self.runtime(precision, tuned).load(spec)
         return self.programs[key].function(fusion)
+
+    def close(self):
+        """Drops the runtimes and removes the fresh cache directories."""
+        self.programs.clear()
+        self.runtimes.clear()
+        if self.cache_root:
+            shutil.rmtree(self.cache_root, ignore_errors=True)
+
+
+def tuning_record(tunings):
+    """What the autotuner chose at one point, from the runtime's new tunings (Runtime.tunings(): one per
+    (fusion, dims) it tuned); a RuntimeError unless there is exactly one."""
+    if len(tunings) != 1:
+        raise RuntimeError("expected the runtime to autotune this point once, it tuned %d times%s" % (
+            len(tunings), "".join("; %s at %s" % (t["fusion"], t["dims"]) for t in tunings)))
+    t = tunings[0]
+    return {"chosen": t["chosen"], "heuristic": t["heuristic"], "chosen_ms": t["chosen_ms"],
+            "heuristic_ms": t["heuristic_ms"], "chosen_variants": t["chosen_variants"],
+            "heuristic_variants": t["heuristic_variants"], "report": t["report"], "timed": t["timed"]}
 
 
 def run_point(args, point, flush, programs, row):
@@ -390,7 +440,10 @@ def run_point(args, point, flush, programs, row):
         except Exception as e:  # noqa: BLE001 - a FAIL row, the run goes on
             row["errors"].append("fusegen %s: %s" % (precision, one_line(e)))
             log("  fusegen %s: FAIL: %s" % (precision, one_line(e)))
-    # check_precision's "cold" first call: cold only on an empty cache (this runtime uses the default one)
+    if args.autotune:
+        run_tuned(args, chain, model, inputs, timing, programs, row)
+    # check_precision's "cold" first call: cold only on an empty cache (this runtime uses the default one;
+    # with --autotune a fresh one, and the tuned runtimes' first calls include the tuning)
     row["first_call_ms"] = row.pop("cold_ms")
 
     failures = {}  # message: systems
@@ -404,6 +457,28 @@ def run_point(args, point, flush, programs, row):
     row["notes"] += ["profiler (%s): %s" % (", ".join(systems), message) for message, systems in failures.items()]
     log("  kernels per call: %s" % ", ".join("%s %g" % (s, n) for s, n in row["launches"].items()))
     roofline(row)
+
+
+def run_tuned(args, chain, model, inputs, timing, programs, row):
+    """--autotune: fusegen strict and tf32 with autotuning on, checked and timed as the heuristic's
+    kernels are; row["tuning"][precision] says which candidate won (not profiled: the kernels per call
+    are the heuristic's unless the winner splits K)."""
+    for precision, system in TUNED.items():
+        try:
+            runtime = programs.runtime(precision, tuned=True)
+            before = len(runtime.tunings())
+            f = programs.function(precision, chain.spec, row["fusion"], tuned=True)
+            arguments = bc.check_precision(row, precision, model, f, chain, args.sets, key=system)
+            arguments.update(inputs)
+            row["tuning"][precision] = tuning_record(runtime.tunings()[before:])
+            row["ms"][system], row["runs"][system] = bc.time_gpu(functools.partial(f, **arguments), **timing)
+            tuning = row["tuning"][precision]
+            log("  fusegen %s tuned %s ms (first call %.0f ms), max error %.3g, %s; chose %s (%s)" % (
+                precision, ms(row["ms"][system]), row["cold_ms"][system], row["max_error"][system],
+                "ok" if row["passed"][system] else "MISMATCH", tuning["chosen"], tuning["report"]))
+        except Exception as e:  # noqa: BLE001 - a FAIL row, the run goes on
+            row["errors"].append("fusegen %s tuned: %s" % (precision, one_line(e)))
+            log("  fusegen %s tuned: FAIL: %s" % (precision, one_line(e)))
 
 
 # ---------------------------------------------------------------------------
@@ -531,6 +606,9 @@ def parse_args(argv=None):
                         help="fewer points (see below), 20 runs, 3 warm-up runs, 2 input sets, --max-seconds 2; "
                              "writes <gpu>-sweep-quick.*")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument("--autotune", action="store_true",
+                        help="also run fusegen strict and tf32 with autotuning on (fresh caches) and report where "
+                             "the heuristic is more than 10%% slower than the tuned kernels")
     parser.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
     parser.add_argument("--commit", help="fusegen commit to record (default: git rev-parse of this checkout)")
     parser.add_argument("--seed", type=int, default=0)
@@ -588,6 +666,10 @@ def main(argv=None):
         return 0
     if bc.library_error(fusegen, "sweep"):
         return 1
+    if args.autotune and not hasattr(fusegen.Runtime, "tunings"):
+        log("sweep: error: --autotune needs Runtime.tunings(), which this fusegen package (%s) lacks; use the "
+            "package and library of this checkout" % os.path.dirname(fusegen.__file__))
+        return 1
     bc.pytorch_in_fp32(torch)
     begin = time.perf_counter()
     info = bc.environment(args.commit)
@@ -595,19 +677,23 @@ def main(argv=None):
         info["fusegen"], info["library"], info["gpu"], info["driver"], info["torch"], info["cuda"], info["triton"],
         len(points)))
     flush = torch.empty(bc.L2_FLUSH_BYTES // 4, dtype=torch.float32, device=DEVICE)
-    programs = Programs()
+    programs = Programs(args.autotune)
     rows = []
     os.makedirs(args.out_dir, exist_ok=True)
-    base = os.path.join(args.out_dir, bc.slug(info["gpu"]) + "-sweep" + ("-quick" if args.quick else ""))
-    with torch.no_grad():
-        for point in points:
-            row = new_row(point)
-            log("== %s %s (%.0f s so far)" % (point.family, point.label, time.perf_counter() - begin))
-            bc.run_recorded(row, lambda: run_point(args, point, flush, programs, row))
-            rows.append(row)
-            torch.cuda.empty_cache()
-            # After every point, so that a run cut short still leaves its table.
-            write_outputs(base, info, rows, args, time.perf_counter() - begin)
+    base = os.path.join(args.out_dir, bc.slug(info["gpu"]) + "-sweep" + ("-autotune" if args.autotune else "") +
+                        ("-quick" if args.quick else ""))
+    try:
+        with torch.no_grad():
+            for point in points:
+                row = new_row(point, args.autotune)
+                log("== %s %s (%.0f s so far)" % (point.family, point.label, time.perf_counter() - begin))
+                bc.run_recorded(row, lambda: run_point(args, point, flush, programs, row))
+                rows.append(row)
+                torch.cuda.empty_cache()
+                # After every point, so that a run cut short still leaves its table.
+                write_outputs(base, info, rows, args, time.perf_counter() - begin)
+    finally:
+        programs.close()
     seconds = time.perf_counter() - begin
     text = write_outputs(base, info, rows, args, seconds)
     print("\n" + text)

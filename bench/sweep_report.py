@@ -47,10 +47,129 @@ def roofline(row):
 
 
 def verdict(row):
-    """PASS when fusegen ran and matched PyTorch in both precisions (a torch.compile failure is
-    reported in the row but is not fusegen's failure)."""
+    """PASS when fusegen ran and matched PyTorch in both precisions, with autotuning too where the row
+    has it (a torch.compile failure is reported in the row but is not fusegen's failure)."""
     ours = [e for e in row["errors"] if not e.startswith("torch.compile")]
-    return "PASS" if not ours and all(row["passed"].get(p) for p in bc.TOLERANCE) else "FAIL"
+    checked = list(bc.TOLERANCE) + ([TUNED[p] for p in bc.TOLERANCE] if "tuning" in row else [])
+    return "PASS" if not ours and all(row["passed"].get(p) for p in checked) else "FAIL"
+
+
+# ---------------------------------------------------------------------------
+# The heuristic against autotuning (--autotune)
+
+TUNED = {"strict": "strict_tuned", "tf32": "tf32_tuned"}  # the autotuned system of each precision
+HEURISTIC_SLOWER = 0.10  # flagged when the heuristic's kernels take more than 10% longer than the tuned ones
+
+
+def heuristic_excess(row, precision):
+    """How much longer the heuristic's kernels took than the autotuned ones, heuristic ms / tuned ms - 1
+    (0.23: 23% slower); None where either has no time or failed its correctness check."""
+    tuned = TUNED[precision]
+    heuristic_ms, tuned_ms = row["ms"].get(precision), row["ms"].get(tuned)
+    if not heuristic_ms or not tuned_ms or not (row["passed"].get(precision) and row["passed"].get(tuned)):
+        return None
+    return heuristic_ms / tuned_ms - 1
+
+
+def heuristic_flags(rows):
+    """[(row, precision, excess)] for every point and precision where the heuristic's kernels are more
+    than HEURISTIC_SLOWER slower than the autotuned ones, in row order."""
+    flags = []
+    for row in rows:
+        for precision in TUNED:
+            excess = heuristic_excess(row, precision)
+            if excess is not None and excess > HEURISTIC_SLOWER:
+                flags.append((row, precision, excess))
+    return flags
+
+
+def flag_text(row):
+    """The flag column: "strict: heuristic +23%" for each precision where it is flagged, "-" where
+    neither is."""
+    return "; ".join("%s: heuristic +%.0f%%" % (p, 100 * e) for r, p, e in heuristic_flags([row])) or "-"
+
+
+def compact_variants(text):
+    """Kernel variants ("gemm.cu: 128x128 blocks; gemm.cu: 128x128 blocks; reduce.cu") with runs of the
+    same one counted: "2x gemm.cu: 128x128 blocks; reduce.cu"."""
+    runs = []
+    for part in (text or "").split("; "):
+        if runs and runs[-1][0] == part:
+            runs[-1][1] += 1
+        elif part:
+            runs.append([part, 1])
+    return "; ".join(part if n == 1 else "%dx %s" % (n, part) for part, n in runs) or "-"
+
+
+def winner(row, precision):
+    tuning = (row.get("tuning") or {}).get(precision)
+    return tuning["chosen"] if tuning else "-"
+
+
+AUTOTUNE_METHOD = (
+    "- autotuning (`--autotune`): fusegen strict and tf32 again, each in a runtime with autotuning on (the "
+    "heuristic's kernels and each GEMM block forced, unsplit and at its largest split-K, timed by the runtime; "
+    "the fastest kept), checked and timed as above. Every fusegen runtime, the heuristic's too, has a fresh "
+    "cache directory, so no cached kernels (tuned ones included) are reused. Winner: `heuristic` or the forced "
+    "block (`64x64:8`: split-K 8), `(heuristic)` where the heuristic's kernels are that block's. First tuned "
+    "call: tuning, compiles and the call. Flagged where the heuristic's time is more than %.0f%% above the "
+    "tuned one." % (100 * HEURISTIC_SLOWER))
+
+
+def tuning_table(rows):
+    """A family's autotuning table: each precision's heuristic and tuned times and the tuned winner."""
+    lines = ["| shape | strict ms | strict tuned ms | strict winner | tf32 ms | tf32 tuned ms | tf32 winner | "
+             "first tuned call s (strict, tf32) | heuristic slower |", "|" + "---|" * 9]
+    for r in rows:
+        first = r.get("first_call_ms", {})
+        seconds = ", ".join("-" if first.get(TUNED[p]) is None else "%.1f" % (first[TUNED[p]] / 1e3) for p in TUNED)
+        lines.append(table_row([r["point"]] + [cell for p in TUNED for cell in (
+            ms(r["ms"].get(p)), ms(r["ms"].get(TUNED[p])), winner(r, p))] + [seconds, flag_text(r)]))
+    return lines
+
+
+def table_row(cells):
+    """A Markdown table row; a '|' inside a cell becomes '/' so that it cannot break the table."""
+    return "| %s |" % " | ".join(str(c).replace("|", "/") for c in cells)
+
+
+def heuristic_section(rows):
+    """The "Heuristic against autotuning" section: every flagged point with both times and both
+    variants, or "none"."""
+    md = ["## Heuristic against autotuning", "",
+          "Points where the heuristic's kernels took more than %.0f%% longer than the autotuned ones (both timed "
+          "as above; the autotuner's own timings on scratch tensors in parentheses):" % (100 * HEURISTIC_SLOWER), ""]
+    flags = heuristic_flags(rows)
+    if not flags:
+        return md + ["none", ""]
+    md += ["| point | precision | heuristic ms | tuned ms | heuristic slower | heuristic's variant | tuned variant |",
+           "|" + "---|" * 7]
+    for row, precision, excess in flags:
+        tuning = (row.get("tuning") or {}).get(precision) or {}
+
+        def variant(side):
+            if not tuning:
+                return "-"
+            text = "%s: %s" % (tuning[side], compact_variants(tuning[side + "_variants"]))
+            return text + (" (%s)" % ms(tuning[side + "_ms"]) if tuning.get("timed") else "")
+        same = " (the same kernels)" if tuning and tuning["chosen"] == tuning["heuristic"] else ""
+        md.append(table_row(["%s %s" % (row["family"], row["point"]), precision, ms(row["ms"][precision]),
+                             ms(row["ms"][TUNED[precision]]), "+%.0f%%%s" % (100 * excess, same),
+                             variant("heuristic"), variant("chosen")]))
+    return md + [""]
+
+
+def heuristic_json(rows):
+    """The flagged points for the JSON."""
+    out = []
+    for row, precision, excess in heuristic_flags(rows):
+        tuning = (row.get("tuning") or {}).get(precision) or {}
+        out.append({"family": row["family"], "point": row["point"], "precision": precision,
+                    "heuristic_ms": row["ms"][precision], "tuned_ms": row["ms"][TUNED[precision]],
+                    "excess": excess, "heuristic": tuning.get("heuristic"), "chosen": tuning.get("chosen"),
+                    "heuristic_variants": tuning.get("heuristic_variants"),
+                    "chosen_variants": tuning.get("chosen_variants")})
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -119,6 +238,9 @@ def report(info, rows, args, seconds):
           "(torch.profiler; +N: memsets and copies).",
           "- total time: %.0f s" % seconds, "",
           "| ceiling | value | source |", "|---|---|---|"]
+    autotune = getattr(args, "autotune", False)  # absent from the settings of runs before --autotune
+    if autotune:
+        md.insert(md.index("- total time: %.0f s" % seconds), AUTOTUNE_METHOD)
     for name, (value, unit, source) in CEILINGS.items():
         md.append("| %s | %s | %s |" % (name, "%.3g T%s" % (value / 1e12, unit), source))
     md.append("")
@@ -126,6 +248,10 @@ def report(info, rows, args, seconds):
         members = [r for r in rows if r["family"] == family]
         if members:
             md += ["## %s: %s" % (family, FAMILIES[family]), ""] + family_table(members) + [""]
+            if autotune:
+                md += ["Autotuned (`--autotune`):", ""] + tuning_table(members) + [""]
+    if autotune:
+        md += heuristic_section(rows)
     note = runs_note(rows, args)
     if note:
         md += [note, ""]
@@ -214,7 +340,9 @@ def write_outputs(base, info, rows, args, seconds):
     with open(base + ".json", "w") as f:
         json.dump({"environment": info, "settings": settings, "seconds": seconds,
                    "ceilings": {k: {"value": v, "unit": u, "source": s} for k, (v, u, s) in CEILINGS.items()},
-                   "rate_of": RATE_OF, "points": rows}, f, indent=1)
+                   "rate_of": RATE_OF, "points": rows, **({"heuristic_vs_autotuning": heuristic_json(rows)}
+                                                          if getattr(args, "autotune", False) else {})},
+                  f, indent=1)
     with open(base + ".svg", "w") as f:
         f.write(svg_chart(chart_points(rows), "fusegen shape sweep on %s: fraction of roofline" % info["gpu"]))
     return text

@@ -17,6 +17,7 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(BENCH, "sweep.py")
 sys.path.insert(0, BENCH)
 import sweep  # noqa: E402
+import sweep_report  # noqa: E402
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -37,6 +38,31 @@ def fake_row(family, point, ms, bytes_, flops, errors=(), passed=True):
            "passed": {"strict": passed, "tf32": passed}, "compile_warmup_s": 1.0, "errors": list(errors),
            "notes": []}
     sweep.roofline(row)
+    return row
+
+
+def fake_tuning(chosen, heuristic, chosen_ms, heuristic_ms):
+    return {"fusion": "f", "dims": "T=1", "chosen": chosen, "heuristic": heuristic, "chosen_ms": chosen_ms,
+            "heuristic_ms": heuristic_ms,
+            "chosen_variants": "; ".join(["gemm.cu: 128x64 blocks, 3xtf32 products, split-K 8"] * 3),
+            "heuristic_variants": "gemm.cu: 128x128 blocks, 3xtf32 products; gemm.cu: 128x128 blocks, 3xtf32 "
+                                  "products; gemm.cu: 128x64 blocks, 3xtf32 products",
+            "report": "heuristic %.3f ms, %s %.3f ms" % (heuristic_ms, chosen, chosen_ms), "timed": True}
+
+
+def tuned_row(point, strict, strict_tuned, tf32, tf32_tuned, tuned_passed=True, family="swiglu"):
+    """A row of an --autotune run: the heuristic's and the tuned times (None: that system failed)."""
+    times = {"eager": 2.0, "strict": strict, "strict_tuned": strict_tuned, "tf32": tf32, "tf32_tuned": tf32_tuned}
+    row = fake_row(family, point, {k: v for k, v in times.items() if v is not None}, 5.4e8, 2.7e9)
+    row["tuning"] = {}
+    for precision in ("strict", "tf32"):
+        if times[precision + "_tuned"] is None:
+            row["errors"].append("fusegen %s tuned: no kernel" % precision)
+            continue
+        row["passed"][precision + "_tuned"] = tuned_passed
+        row["max_error"][precision + "_tuned"] = 1e-6
+        row["first_call_ms"][precision + "_tuned"] = 400.0
+        row["tuning"][precision] = fake_tuning("128x64:8", "heuristic", 0.2, 0.3)
     return row
 
 
@@ -144,6 +170,94 @@ class SweepScript(unittest.TestCase):
             self.assertIn(label, texts)
         self.assertIn("rows softmax [8, 32000]", texts)
         self.assertTrue(any("Fake GPU <80GB>" in (t or "") for t in texts))  # escaped, parsed back
+        # Without --autotune nothing of it shows.
+        self.assertNotIn("autotun", text.lower())
+        self.assertNotIn("heuristic_vs_autotuning", saved)
+
+    def test_heuristic_flags(self):
+        rows = [tuned_row("T=1", 1.23, 1.0, 0.50, 0.50),      # strict 23% slower: flagged
+                tuned_row("T=2", 1.09, 1.0, 0.56, 0.50),      # 9% and 12%: tf32 only
+                tuned_row("T=3", 0.90, 1.0, 0.50, 0.51),      # the heuristic faster: nothing
+                tuned_row("T=4", 2.0, 1.0, 2.0, 1.0, tuned_passed=False),  # a tuned mismatch: not compared
+                tuned_row("T=5", 2.0, None, 1.3, 1.0)]        # strict tuned failed: tf32 still compared
+        flags = [(r["point"], p, round(e, 2)) for r, p, e in sweep_report.heuristic_flags(rows)]
+        self.assertEqual(flags, [("T=1", "strict", 0.23), ("T=2", "tf32", 0.12), ("T=5", "tf32", 0.3)])
+        self.assertEqual([sweep_report.flag_text(r) for r in rows],
+                         ["strict: heuristic +23%", "tf32: heuristic +12%", "-", "-", "tf32: heuristic +30%"])
+        both = tuned_row("T=6", 1.5, 1.0, 1.2, 1.0)
+        self.assertEqual(sweep_report.flag_text(both), "strict: heuristic +50%; tf32: heuristic +20%")
+        self.assertIsNone(sweep_report.heuristic_excess(rows[4], "strict"))
+        self.assertAlmostEqual(sweep_report.heuristic_excess(rows[2], "strict"), -0.1)
+        # A tuned mismatch or failure fails the point.
+        self.assertEqual([sweep.verdict(r) for r in rows], ["PASS", "PASS", "PASS", "FAIL", "FAIL"])
+        del both["passed"]["tf32_tuned"]  # never checked
+        self.assertEqual(sweep.verdict(both), "FAIL")
+
+    def test_compact_variants(self):
+        self.assertEqual(sweep_report.compact_variants(
+            "gemm.cu: 128x128 blocks, 3xtf32 products; gemm.cu: 128x128 blocks, 3xtf32 products; reduce.cu; "
+            "gemm.cu: 64x64 blocks, tf32 products, split-K 8"),
+            "2x gemm.cu: 128x128 blocks, 3xtf32 products; reduce.cu; gemm.cu: 64x64 blocks, tf32 products, split-K 8")
+        self.assertEqual(sweep_report.compact_variants("window.cu"), "window.cu")
+        self.assertEqual(sweep_report.compact_variants(""), "-")
+
+    def test_tuning_record(self):
+        record = sweep.tuning_record([fake_tuning("128x64:8", "heuristic", 0.2, 0.3)])
+        self.assertEqual((record["chosen"], record["heuristic"], record["chosen_ms"]), ("128x64:8", "heuristic", 0.2))
+        with self.assertRaisesRegex(RuntimeError, "tuned 0 times"):
+            sweep.tuning_record([])
+        with self.assertRaisesRegex(RuntimeError, "tuned 2 times; f at T=1; f at T=1"):
+            sweep.tuning_record([fake_tuning("heuristic", "heuristic", 0, 0)] * 2)
+
+    def write_autotune(self, rows):
+        out = tempfile.mkdtemp(prefix="fusegen-sweep-test-")
+        self.addCleanup(shutil.rmtree, out, True)
+        args = types.SimpleNamespace(runs=100, warmup=10, sets=3, max_seconds=10.0, out_dir=out, fusegen=None,
+                                     families=list(sweep.FAMILIES), quick=False, autotune=True)
+        base = os.path.join(out, "fake-sweep-autotune")
+        text = sweep.write_outputs(base, fake_info(), rows, args, 12.0)
+        with open(base + ".json") as f:
+            saved = json.load(f)
+        return base, text, saved
+
+    def test_autotune_report(self):
+        rows = [tuned_row("T=16", 1.23, 1.0, 0.5, 0.5, family="swiglu"),
+                tuned_row("N=64 64x56x56", 2.0, 2.0, 1.0, 0.8, family="resnet")]
+        rows[1]["tuning"]["tf32"] = fake_tuning("64x64:8 (heuristic)", "64x64:8 (heuristic)", 0.7, 0.7)
+        base, text, saved = self.write_autotune(rows)
+        self.assertEqual(text.count("Autotuned (`--autotune`):"), 2)  # one table per family
+        self.assertIn("- autotuning (`--autotune`):", text)
+        lines = text.splitlines()
+        table = [l for l in lines if l.startswith("| T=16 |")]
+        self.assertEqual(len(table), 2)  # the family table and the autotuning table
+        self.assertEqual(table[1], "| T=16 | 1.2300 | 1.0000 | 128x64:8 | 0.5000 | 0.5000 | 128x64:8 | 0.4, 0.4 | "
+                                   "strict: heuristic +23% |")
+        section = lines[lines.index("## Heuristic against autotuning"):]
+        flagged = [l for l in section if l.startswith("| swiglu") or l.startswith("| resnet")]
+        self.assertEqual(len(flagged), 2)
+        self.assertEqual(flagged[0].count("|"), 8, flagged[0])
+        self.assertEqual(flagged[0], "| swiglu T=16 | strict | 1.2300 | 1.0000 | +23% | heuristic: 2x gemm.cu: "
+                                     "128x128 blocks, 3xtf32 products; gemm.cu: 128x64 blocks, 3xtf32 products "
+                                     "(0.3000) | 128x64:8: 3x gemm.cu: 128x64 blocks, 3xtf32 products, split-K 8 "
+                                     "(0.2000) |")
+        self.assertTrue(flagged[1].startswith("| resnet N=64 64x56x56 | tf32 | 1.0000 | 0.8000 | +25% (the same "
+                                              "kernels) | 64x64:8 (heuristic): "), flagged[1])
+        self.assertEqual([(e["point"], e["precision"]) for e in saved["heuristic_vs_autotuning"]],
+                         [("T=16", "strict"), ("N=64 64x56x56", "tf32")])
+        self.assertAlmostEqual(saved["heuristic_vs_autotuning"][0]["excess"], 0.23)
+        self.assertEqual(saved["points"][0]["tuning"]["strict"]["chosen"], "128x64:8")
+        # --from-json writes the same report again.
+        os.remove(base + ".md")
+        self.assertEqual(sweep.main(["--from-json", base + ".json"]), 0)
+        with open(base + ".md") as f:
+            self.assertEqual(f.read(), text)
+
+    def test_autotune_report_without_flags(self):
+        base, text, saved = self.write_autotune([tuned_row("T=16", 1.05, 1.0, 0.5, 0.5)])
+        section = text[text.index("## Heuristic against autotuning"):].splitlines()
+        self.assertIn("none", section[:6])
+        self.assertFalse(any(l.startswith("| swiglu") for l in section))
+        self.assertEqual(saved["heuristic_vs_autotuning"], [])
 
     def test_svg_without_values(self):
         root = ET.fromstring(sweep.svg_chart([("a & b", {s: None for s in sweep.SYSTEMS})], "empty <chart>"))

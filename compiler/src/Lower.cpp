@@ -33,7 +33,17 @@ Result<Lowered> lower(const Fusion& fusion, const DimBindings& dims, const Lower
   Result<LaunchPlan> launch = evaluate_launch_plan(code.value().fusions[0].launch);
   if (!launch)
     return Error{launch.error()};
-  return Lowered{std::move(*concrete), std::move(code.value().source), std::move(launch.value())};
+  std::string variants = describe_variants(code.value().fusions[0]);
+  return Lowered{std::move(*concrete), std::move(code.value().source), std::move(launch.value()), std::move(variants)};
+}
+
+std::string describe_variants(const GeneratedFusion& fusion) {
+  std::string out;
+  for (const KernelLaunch& kernel : fusion.kernels) {
+    out += out.empty() ? "" : "; ";
+    out += kernel.template_file + (kernel.variant.empty() ? "" : ": " + kernel.variant);
+  }
+  return out;
 }
 
 } // namespace fusegen

@@ -11,7 +11,7 @@ import threading
 
 from ._errors import Error, LibraryNotFoundError, error_for
 
-C_API_VERSION = 2  # FUSEGEN_C_API_VERSION this package is written against
+C_API_VERSION = 3  # FUSEGEN_C_API_VERSION this package is written against
 
 LIBRARY_NAME = "libfusegen.so"
 PACKAGE_LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_lib", LIBRARY_NAME)
@@ -55,6 +55,18 @@ class Stats(ctypes.Structure):
         "tunings", "remote_loads", "remote_writes", "remote_rejects", "remote_waits")]
 
 
+TUNING_TEXT = ("fusion", "dims", "chosen", "heuristic")
+TUNING_VARIANTS = ("chosen_variants", "heuristic_variants", "report")
+
+
+class Tuning(ctypes.Structure):
+    """fusegen_tuning."""
+
+    _fields_ = [(name, ctypes.c_char_p) for name in TUNING_TEXT] + [
+        ("chosen_ms", ctypes.c_double), ("heuristic_ms", ctypes.c_double)] + [
+        (name, ctypes.c_char_p) for name in TUNING_VARIANTS] + [("timed", ctypes.c_int32)]
+
+
 class TensorInfo(ctypes.Structure):
     """fusegen_tensor_info."""
 
@@ -82,6 +94,8 @@ _PROTOTYPES = {
     "fusegen_runtime_create": (_status, [_i32, ctypes.POINTER(RuntimeOptions), ctypes.POINTER(_p)]),
     "fusegen_runtime_destroy": (None, [_p]),
     "fusegen_runtime_stats": (_status, [_p, ctypes.POINTER(Stats)]),
+    "fusegen_runtime_tuning_count": (_i32, [_p]),
+    "fusegen_runtime_tuning": (_status, [_p, _i32, ctypes.POINTER(Tuning)]),
     "fusegen_runtime_cache_dir": (_str, [_p]),
     "fusegen_runtime_device": (_status, [_p, ctypes.POINTER(_str), ctypes.POINTER(_i32)]),
     "fusegen_runtime_synchronize": (_status, [_p, _p]),

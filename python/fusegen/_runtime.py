@@ -113,6 +113,24 @@ class Runtime:
         check(self._lib, self._lib.fusegen_runtime_stats(self._handle, ctypes.byref(out)))
         return {name: int(getattr(out, name)) for name in _STATS}
 
+    def tunings(self):
+        """Every autotuning this runtime did (autotune on, a (fusion, dims) without a tuned cache entry),
+        in order, as dicts: fusion, dims ("T=16"), chosen (the winning candidate: "heuristic" or a forced
+        GEMM block, "128x64" or "64x64:8" with split-K 8), heuristic ("heuristic", or the forced block with
+        the same kernels, "64x64:8 (heuristic)"), chosen_ms and heuristic_ms (the autotuner's own timing
+        per run on scratch tensors; 0.0 when nothing was timed), chosen_variants and heuristic_variants
+        (each kernel's template and variant as `fusegen plan` shows them, "; " between kernels), report
+        (every candidate and its time) and timed (False: one candidate, or timing failed)."""
+        out = []
+        for index in range(self._lib.fusegen_runtime_tuning_count(self._handle)):
+            record = _library.Tuning()
+            check(self._lib, self._lib.fusegen_runtime_tuning(self._handle, index, ctypes.byref(record)))
+            tuning = {name: text(getattr(record, name)) for name in _library.TUNING_TEXT + _library.TUNING_VARIANTS}
+            tuning.update(chosen_ms=float(record.chosen_ms), heuristic_ms=float(record.heuristic_ms),
+                          timed=bool(record.timed))
+            out.append(tuning)
+        return out
+
     @property
     def cache_dir(self):
         """The disk cache directory in use ("" when the disk cache is off)."""

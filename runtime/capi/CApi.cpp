@@ -8,6 +8,7 @@
 #include "fusegen/Runtime.h"
 
 #include <array>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -20,6 +21,9 @@ struct fusegen_runtime {
   std::mutex device_mutex;  // guards device_name
   std::string device_name; // filled by fusegen_runtime_device
   fusegen::runtime::StreamWaits* stream_waits = nullptr; // owned; its event for fusegen_runtime_stream_wait
+  mutable std::mutex tunings_mutex;                      // guards tunings
+  // Runtime::tunings() as far as read: a deque, so the strings handed out stay where they are.
+  mutable std::deque<fusegen::Tuning> tunings;
 
   fusegen_runtime() = default;
   fusegen_runtime(const fusegen_runtime&) = delete;
@@ -266,6 +270,30 @@ fusegen_status fusegen_runtime_stats(const fusegen_runtime* runtime, fusegen_sta
     fusegen::Stats s = runtime->runtime->stats();
     *out = {s.calls,        s.memory_hits, s.generations,  s.compiles,      s.disk_loads,     s.disk_writes,
             s.disk_rejects, s.tunings,     s.remote_loads, s.remote_writes, s.remote_rejects, s.remote_waits};
+  });
+}
+
+int32_t fusegen_runtime_tuning_count(const fusegen_runtime* runtime) {
+  return runtime ? static_cast<int32_t>(runtime->runtime->tunings().size()) : -1;
+}
+
+fusegen_status fusegen_runtime_tuning(const fusegen_runtime* runtime, int32_t index, fusegen_tuning* out) {
+  return guarded([&] {
+    require(runtime, "runtime");
+    require(out, "out");
+    std::lock_guard lock(runtime->tunings_mutex);
+    if (index >= 0 && static_cast<size_t>(index) >= runtime->tunings.size()) {
+      std::vector<fusegen::Tuning> all = runtime->runtime->tunings(); // only ever grows
+      for (size_t i = runtime->tunings.size(); i < all.size(); ++i)
+        runtime->tunings.push_back(std::move(all[i]));
+    }
+    if (index < 0 || static_cast<size_t>(index) >= runtime->tunings.size())
+      throw Invalid{"tuning index " + std::to_string(index) + " is out of range (the runtime has done " +
+                    std::to_string(runtime->tunings.size()) + " tunings)"};
+    const fusegen::Tuning& t = runtime->tunings[static_cast<size_t>(index)];
+    *out = {t.fusion.c_str(), t.dims.c_str(), t.chosen.c_str(),          t.heuristic.c_str(),
+            t.chosen_ms,      t.heuristic_ms, t.chosen_variants.c_str(), t.heuristic_variants.c_str(),
+            t.report.c_str(), t.timed ? 1 : 0};
   });
 }
 

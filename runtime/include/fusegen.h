@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 /* Bumped when a declaration here changes incompatibly. */
-#define FUSEGEN_C_API_VERSION 2 /* 2: remote_cache options, remote_* stats */
+#define FUSEGEN_C_API_VERSION 3 /* 2: remote_cache options, remote_* stats; 3: fusegen_runtime_tuning */
 
 typedef enum fusegen_status {
   FUSEGEN_OK = 0,
@@ -103,6 +103,21 @@ typedef struct fusegen_stats {
   uint64_t remote_waits;   /* misses that waited for another process's compile */
 } fusegen_stats;
 
+/* One autotuning by a runtime (options.autotune): the candidate that won against the heuristic's kernels,
+ * both timed by the autotuner on scratch tensors. Strings live as long as the runtime. */
+typedef struct fusegen_tuning {
+  const char* fusion;
+  const char* dims;      /* "N=128"; "-" without dims */
+  const char* chosen;    /* "heuristic", or the forced GEMM block: "128x64", "64x64:8" (split-K 8) */
+  const char* heuristic; /* "heuristic", or the forced block with the same kernels: "64x64:8 (heuristic)" */
+  double chosen_ms;      /* per run of the launch sequence; 0 when nothing was timed */
+  double heuristic_ms;
+  const char* chosen_variants; /* each kernel's template and variant as `fusegen plan` shows them, "; " between */
+  const char* heuristic_variants;
+  const char* report; /* every candidate and its time */
+  int32_t timed;      /* 1 when candidates were timed; 0: one candidate, or timing failed */
+} fusegen_tuning;
+
 /* Describes one tensor of a function's signature. Strings live as long as the function handle. */
 typedef struct fusegen_tensor_info {
   const char* name;
@@ -125,6 +140,9 @@ FUSEGEN_API fusegen_status fusegen_runtime_create(int32_t device, const fusegen_
                                                   fusegen_runtime** out);
 FUSEGEN_API void fusegen_runtime_destroy(fusegen_runtime* runtime); /* NULL is ignored */
 FUSEGEN_API fusegen_status fusegen_runtime_stats(const fusegen_runtime* runtime, fusegen_stats* out);
+/* How many autotunings the runtime did; the index-th of them (0 first; FUSEGEN_ERROR_INVALID out of range). */
+FUSEGEN_API int32_t fusegen_runtime_tuning_count(const fusegen_runtime* runtime); /* -1 for NULL */
+FUSEGEN_API fusegen_status fusegen_runtime_tuning(const fusegen_runtime* runtime, int32_t index, fusegen_tuning* out);
 /* The disk cache directory in use; "" when off. Valid as long as the runtime. */
 FUSEGEN_API const char* fusegen_runtime_cache_dir(const fusegen_runtime* runtime);
 /* The device's name and compute capability (90 for sm_90). Opens the device. */

@@ -179,6 +179,8 @@ Tuned autotune(KernelProvider& provider, const KernelRequest& request, const Loa
   }
 
   Tuned out;
+  out.record.fusion = request.fusion->name;
+  out.record.dims = dims_text(request.dims);
   size_t best = 0;
   bool measured = true;
   if (timed.size() > 1) {
@@ -198,11 +200,19 @@ Tuned autotune(KernelProvider& provider, const KernelRequest& request, const Loa
     }
     for (const Timed& t : timed) {
       std::string name = !t.block && !heuristic_is.empty() ? heuristic_is + " (heuristic)" : block_name(t.block);
-      out.report += (out.report.empty() ? "" : ", ") + name + " " + format_ms(t.ms);
+      out.record.report += (out.record.report.empty() ? "" : ", ") + name + " " + format_ms(t.ms);
     }
   } else {
-    out.report = "one candidate";
+    out.record.report = "one candidate";
   }
+  // timed[0] is the heuristic's (its failure to build is thrown above).
+  out.record.timed = measured && timed.size() > 1;
+  out.record.heuristic = heuristic_is.empty() ? "heuristic" : heuristic_is + " (heuristic)";
+  out.record.heuristic_ms = timed[0].ms;
+  out.record.heuristic_variants = timed[0].kernels.variants;
+  out.record.chosen = best == 0 ? out.record.heuristic : block_name(timed[best].block);
+  out.record.chosen_ms = timed[best].ms;
+  out.record.chosen_variants = timed[best].kernels.variants;
   out.kernels = std::move(timed[best].kernels);
   out.loaded = std::move(timed[best].loaded);
   if (measured)

@@ -9,6 +9,8 @@
 #include "KernelProvider.h"
 #include "LoadedFusion.h"
 
+#include "fusegen/Runtime.h"
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,7 +27,9 @@ double time_fusion(const DriverApi& api, LoadedFusion& fusion, int warmup, int r
 struct Tuned {
   ProvidedKernels kernels;
   std::shared_ptr<LoadedFusion> loaded;
-  std::string report; // "64x64:8 (heuristic) 0.010 ms, 128x128 0.043 ms, ..."
+  // Which candidate won, against the heuristic's kernels (Runtime.h):
+  // record.report is "64x64:8 (heuristic) 0.010 ms, 128x128 0.043 ms, ...".
+  Tuning record;
 };
 
 using LoadKernels = std::function<std::shared_ptr<LoadedFusion>(const ProvidedKernels&)>;

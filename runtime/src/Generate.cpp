@@ -58,6 +58,7 @@ GeneratedUnit generate_unit(const Fusion& fusion, const DimBindings& dims, Preci
   unit.launch = std::move(lowered.value().launch);
   unit.source = std::move(lowered.value().source);
   unit.source_sha256 = sha256_hex(unit.source);
+  unit.variants = std::move(lowered.value().variants);
   return unit;
 }
 

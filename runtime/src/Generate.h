@@ -20,6 +20,7 @@ struct GeneratedUnit {
   LaunchPlan launch;
   std::string source;
   std::string source_sha256;
+  std::string variants; // Lowered::variants: "gemm.cu: 128x128 blocks, 3xtf32 products; ..."
 };
 
 // The fusion with every dim constant. Throws RuntimeError (ErrorKind::Spec)

@@ -203,6 +203,7 @@ ProvidedKernels KernelProvider::compile(const KernelRequest& request, bool store
   out.concrete = std::move(unit.concrete);
   out.entry.key_material = out.key.material();
   out.entry.launch = std::move(unit.launch);
+  out.variants = std::move(unit.variants);
   out.entry.ptx = !target.cubin;
   out.entry.image = std::move(image.value());
   if (store_on_disk)

@@ -30,6 +30,7 @@ Runtime::Runtime(int device_ordinal, RuntimeOptions options)
 Runtime::~Runtime() = default;
 
 Stats Runtime::stats() const { return state_->stats(); }
+std::vector<Tuning> Runtime::tunings() const { return state_->tuning_records(); }
 
 std::string Runtime::cache_dir() const { return state_->disk ? state_->disk->dir() : ""; }
 

@@ -155,7 +155,11 @@ std::shared_ptr<runtime::LoadedFusion> RuntimeState::build(const FunctionState& 
       ++tunings;
       if (options.warning_sink == nullptr && std::getenv("FUSEGEN_AUTOTUNE_VERBOSE") != nullptr)
         std::fprintf(stderr, "fusegen: autotuned fusion '%s' at %s: %s\n", function.fusion->name.c_str(),
-                     runtime::dims_text(dims).c_str(), tuned.report.c_str());
+                     runtime::dims_text(dims).c_str(), tuned.record.report.c_str());
+      {
+        std::lock_guard<std::mutex> lock(tunings_mutex_);
+        tunings_.push_back(tuned.record);
+      }
       return tuned.loaded;
     }
   }
@@ -207,6 +211,11 @@ Stats RuntimeState::stats() const {
   s.remote_waits = c.remote_waits.load();
   s.tunings = tunings.load();
   return s;
+}
+
+std::vector<Tuning> RuntimeState::tuning_records() const {
+  std::lock_guard<std::mutex> lock(tunings_mutex_);
+  return tunings_;
 }
 
 } // namespace fusegen

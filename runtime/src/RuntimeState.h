@@ -75,6 +75,7 @@ struct RuntimeState {
                                                 CUcontext context);
 
   Stats stats() const;
+  std::vector<Tuning> tuning_records() const;
 
   const int ordinal;
   const RuntimeOptions options;
@@ -107,6 +108,9 @@ private:
   std::atomic<CUcontext> primary_{nullptr};   // retained when first needed
 
   runtime::OnceCache<LoadKey, std::shared_ptr<runtime::LoadedFusion>> cache_;
+
+  mutable std::mutex tunings_mutex_;
+  std::vector<Tuning> tunings_; // every autotuning, in order
 };
 
 } // namespace fusegen

@@ -71,9 +71,28 @@ TEST(CApi, NullHandlesAndOutPointersAreInvalidNotCrashes) {
   EXPECT_STREQ(fusegen_runtime_cache_dir(nullptr), "");
   fusegen_stats stats;
   EXPECT_EQ(fusegen_runtime_stats(nullptr, &stats), FUSEGEN_ERROR_INVALID);
+  EXPECT_EQ(fusegen_runtime_tuning_count(nullptr), -1);
+  fusegen_tuning tuning;
+  EXPECT_EQ(fusegen_runtime_tuning(nullptr, 0, &tuning), FUSEGEN_ERROR_INVALID);
   fusegen_runtime_destroy(nullptr);
   fusegen_program_destroy(nullptr);
   fusegen_function_destroy(nullptr);
+}
+
+// A runtime that tuned nothing lists no tunings; indexes past the end and a
+// NULL out-pointer are misuse (the tunings themselves: tests/python and the
+// fake-driver tests).
+TEST(CApi, TuningsOfAFreshRuntime) {
+  fusegen_runtime* rt = nullptr;
+  ASSERT_EQ(fusegen_runtime_create(0, nullptr, &rt), FUSEGEN_OK) << fusegen_last_error();
+  EXPECT_EQ(fusegen_runtime_tuning_count(rt), 0);
+  fusegen_tuning tuning;
+  EXPECT_EQ(fusegen_runtime_tuning(rt, 0, &tuning), FUSEGEN_ERROR_INVALID);
+  EXPECT_NE(std::string(fusegen_last_error()).find("tuning index 0 is out of range"), std::string::npos)
+      << fusegen_last_error();
+  EXPECT_EQ(fusegen_runtime_tuning(rt, -1, &tuning), FUSEGEN_ERROR_INVALID);
+  EXPECT_EQ(fusegen_runtime_tuning(rt, 0, nullptr), FUSEGEN_ERROR_INVALID);
+  fusegen_runtime_destroy(rt);
 }
 
 TEST(CApi, BadOptionsAreInvalid) {

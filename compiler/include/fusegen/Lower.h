@@ -30,7 +30,14 @@ struct Lowered {
   Fusion concrete;    // every dim constant
   std::string source; // the .cu (kernels and host launcher)
   LaunchPlan launch;  // every size a number
+  // What the emitters chose, kernel by kernel in launch order, as `fusegen
+  // plan` prints it: "gemm.cu: 128x128 blocks, 3xtf32 products; reduce.cu"
+  // (the template, then KernelLaunch::variant where there was a choice).
+  std::string variants;
 };
+
+// The `variants` text of a generated fusion's kernels.
+std::string describe_variants(const GeneratedFusion& fusion);
 
 // Errors: when the fusion does not specialize at `dims` the Error says so
 // and `diags` holds why (at the nodes' locations); otherwise `diags` has no

@@ -531,7 +531,8 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   source.launch.variant = std::to_string(variant.block_m) + "x" + std::to_string(variant.block_n) + " blocks, " +
                           (variant.inner_product == 2   ? "tf32 products"
                            : variant.inner_product == 3 ? "fp16x3 products (3xtf32 where operands leave fp16's range)"
-                                                        : "3xtf32 products");
+                                                        : "3xtf32 products") +
+                          (variant.split_k > 1 ? ", split-K " + std::to_string(variant.split_k) : "");
   source.launch.grid = {column_blocks, grid_stride_blocks(ctx, g.launch_rows, variant.block_m, kMaxGridYZ),
                         grid_stride_blocks(ctx, g.launch_batches, 1, kMaxGridYZ)};
   source.launch.block = kThreads;

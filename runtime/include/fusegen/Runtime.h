@@ -102,6 +102,22 @@ struct Stats {
   uint64_t remote_waits = 0;   // misses that waited for another process's compile
 };
 
+// One autotuning by a Runtime (RuntimeOptions::autotune): which candidate
+// won and how it compares with the heuristic's kernels, both timed by the
+// autotuner on scratch tensors.
+struct Tuning {
+  std::string fusion;
+  std::string dims;            // "N=128" ("-" without dims)
+  std::string chosen;          // the winner: "heuristic", or the forced GEMM block, "128x64" or "64x64:8" (split-K 8)
+  std::string heuristic;       // "heuristic", or the forced block whose kernels are the same: "64x64:8 (heuristic)"
+  double chosen_ms = 0;        // per run of the launch sequence; 0 when nothing was timed
+  double heuristic_ms = 0;     // the same for the heuristic's kernels
+  std::string chosen_variants; // each kernel's template and variant, as `fusegen plan` shows them
+  std::string heuristic_variants; // "gemm.cu: 128x128 blocks, 3xtf32 products; reduce.cu"
+  std::string report;             // every candidate timed: "64x64:8 (heuristic) 0.010 ms, 128x128 0.043 ms, ..."
+  bool timed = false;             // candidates were timed (false: one candidate, or timing failed)
+};
+
 struct RuntimeOptions {
   // Overrides each fusion's own precision (strict: 1e-4 of float64; tf32).
   std::optional<Precision> precision;
@@ -265,6 +281,9 @@ public:
   Program load_string(const std::string& text, const std::string& name = "<string>");
 
   Stats stats() const;
+  // Every autotuning this Runtime did, in order (a key whose autotuned entry
+  // was already in a cache is not tuned again, so it is not listed).
+  std::vector<Tuning> tunings() const;
   // The disk cache directory in use; empty when the disk cache is off.
   std::string cache_dir() const;
 

@@ -68,6 +68,25 @@ TEST_F(FakeDriver, AutotuneKeepsTheFastestBlockAndStoresIt) {
     EXPECT_EQ(g_fake->live_events, 0);
     f.call(t.args, t.outs, nullptr); // tuned once per (fusion, dims)
     EXPECT_EQ(rt.stats().tunings, 1u);
+    // The tuning as recorded: the winner against the heuristic's kernels,
+    // with both times and each kernel's variant.
+    std::vector<Tuning> tunings = rt.tunings();
+    ASSERT_EQ(tunings.size(), 1u);
+    const Tuning& tuning = tunings[0];
+    EXPECT_EQ(tuning.fusion, loaded->fusion().name);
+    EXPECT_EQ(tuning.dims, "N=128");
+    EXPECT_TRUE(tuning.timed);
+    EXPECT_EQ(tuning.chosen, "128x128");
+    EXPECT_EQ(tuning.heuristic, "64x64:8 (heuristic)");
+    EXPECT_GT(tuning.chosen_ms, 0.0);
+    EXPECT_LT(tuning.chosen_ms, tuning.heuristic_ms);
+    EXPECT_EQ(tuning.chosen_variants.rfind("gemm.cu: 128x128 blocks, 3xtf32 products", 0), 0u)
+        << tuning.chosen_variants;
+    EXPECT_EQ(tuning.chosen_variants.find("split-K"), std::string::npos) << tuning.chosen_variants;
+    EXPECT_EQ(tuning.heuristic_variants.rfind("gemm.cu: 64x64 blocks, 3xtf32 products, split-K 8", 0), 0u)
+        << tuning.heuristic_variants;
+    EXPECT_NE(tuning.report.find("64x64:8 (heuristic)"), std::string::npos) << tuning.report;
+    EXPECT_NE(tuning.report.find("128x128 "), std::string::npos) << tuning.report;
   }
   {
     RuntimeOptions plain = options();
@@ -81,6 +100,7 @@ TEST_F(FakeDriver, AutotuneKeepsTheFastestBlockAndStoresIt) {
     EXPECT_EQ(s.compiles, 0u);
     EXPECT_EQ(s.disk_loads, 1u);
     EXPECT_EQ(s.tunings, 0u);
+    EXPECT_TRUE(rt.tunings().empty()); // the tuned entry came from the disk cache
   }
   EXPECT_EQ(log_.count(), 0u);
 }
@@ -151,6 +171,15 @@ TEST_F(FakeDriver, AutotuneWithOneCandidateTimesNothing) {
   EXPECT_EQ(s.tunings, 1u);
   EXPECT_EQ(s.compiles, 1u); // GEMM blocks are the only candidates besides the heuristic's
   EXPECT_EQ(s.disk_writes, 1u);
+  std::vector<Tuning> tunings = rt.tunings();
+  ASSERT_EQ(tunings.size(), 1u);
+  EXPECT_FALSE(tunings[0].timed);
+  EXPECT_EQ(tunings[0].report, "one candidate");
+  EXPECT_EQ(tunings[0].chosen, "heuristic");
+  EXPECT_EQ(tunings[0].heuristic, "heuristic");
+  EXPECT_EQ(tunings[0].chosen_ms, 0.0);
+  EXPECT_FALSE(tunings[0].chosen_variants.empty());
+  EXPECT_EQ(tunings[0].chosen_variants, tunings[0].heuristic_variants);
 }
 
 } // namespace
