@@ -208,8 +208,9 @@ void normalization_cases(std::vector<MatrixCase>& out) {
 }
 
 // Rows up to the longest: warp slices (1000), block-wide and cached with 256
-// threads (16000) or 1024 (40000: 156 KiB, cached on sm_80 and sm_90),
-// reloaded beyond the cache (70000); softmax's statistics in one pass.
+// threads (16000), longer than a block's cache (40000 and 70000: the first
+// 28800 floats cached on sm_90, the rest reloaded); softmax's statistics in
+// one pass.
 // Special values as torch: -inf entries, rows all -inf, NaN or +inf.
 void long_row_cases(std::vector<MatrixCase>& out) {
   for (int length : {40000, 70000}) {
