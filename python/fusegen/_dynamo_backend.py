@@ -81,9 +81,68 @@ def _fallback(gm, example_inputs, fallback):
     return gm.forward
 
 
-def _compile(gm, example_inputs, precision, fallback):
+def specialize_scalars(gm, example_inputs):
+    """Dynamo passes Python floats it does not specialize (a module attribute such as a
+    norm's eps under dynamic=True) as 0-dim CPU tensors read with .item(); a spec needs
+    them as constants. Each such input whose every use is .item() is replaced in `gm` by
+    its example value; returns [(input index, value)] for the call to check."""
     import torch
-    tensors = [t for t in example_inputs if isinstance(t, torch.Tensor)]
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    found = []
+    for index, (node, example) in enumerate(zip(placeholders, example_inputs)):
+        if not (isinstance(example, torch.Tensor) and example.dim() == 0 and not example.is_cuda
+                and example.dtype.is_floating_point and node.users
+                and all(u.op == "call_method" and u.target == "item" for u in node.users)):
+            continue
+        value = example.item()
+        for item in list(node.users):
+            for user in list(item.users):
+                user.args = torch.fx.node.map_arg(user.args, lambda a, item=item: value if a is item else a)
+                user.kwargs = torch.fx.node.map_arg(user.kwargs, lambda a, item=item: value if a is item else a)
+            gm.graph.erase_node(item)
+        found.append((index, value))
+    if found:
+        gm.recompile()
+    return found
+
+
+def guard_scalars(compiled, found, make_fallback):
+    """`compiled` while every specialized scalar input keeps its value; a call where one
+    differs runs the original graph through make_fallback() (built once), with a warning."""
+    import math
+    state = {}
+
+    def same(a, b):
+        return a == b or (math.isnan(a) and math.isnan(b))
+
+    def call(*args):
+        if all(same(args[i].item(), v) for i, v in found):
+            return compiled(*args)
+        if "fallback" not in state:
+            _warn_once(("scalar", id(state)), "fusegen: torch.compile backend: a scalar the fusion was specialized "
+                                              "on changed; this graph now runs with the fallback")
+            state["fallback"] = make_fallback()
+        return state["fallback"](*args)
+    return call
+
+
+def _compile(gm, example_inputs, precision, fallback):
+    import copy
+
+    import torch
+    if not any(isinstance(t, torch.Tensor) and t.dim() == 0 and not t.is_cuda for t in example_inputs):
+        return _compile_specialized(gm, example_inputs, precision, fallback, set())
+    original = copy.deepcopy(gm)
+    scalars = specialize_scalars(gm, example_inputs)
+    if scalars:
+        compiled = _compile_specialized(gm, example_inputs, precision, fallback, {i for i, _ in scalars})
+        return guard_scalars(compiled, scalars, lambda: _fallback(original, example_inputs, fallback))
+    return _compile_specialized(gm, example_inputs, precision, fallback, set())
+
+
+def _compile_specialized(gm, example_inputs, precision, fallback, scalar_inputs):
+    import torch
+    tensors = [t for i, t in enumerate(example_inputs) if isinstance(t, torch.Tensor) and i not in scalar_inputs]
     if not tensors or not all(t.is_cuda for t in tensors):
         _warn_once("cpu", "fusegen: torch.compile backend: the graph's tensors are not all CUDA tensors (fusegen runs "
                           "on CUDA only); the graph runs with %s PyTorch" % fallback)

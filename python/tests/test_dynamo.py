@@ -56,6 +56,15 @@ if torch is not None:
             return (h * 2.0).sum(dim=2)
 
 
+    class LinearGroupNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 8)
+            self.gn = nn.GroupNorm(2, 8)
+
+        def forward(self, x):
+            return F.leaky_relu(self.gn(self.fc(x)), 0.01) * 2.0
+
     class LinearBatchNorm(nn.Module):
         def __init__(self):
             super().__init__()
@@ -273,6 +282,38 @@ class PartitionTest(unittest.TestCase):
         rewritten = self.rewrite_and_run(LinearBatchNorm().train(), [torch.randn(4, 16)], dynamic=True,
                                          more_inputs=[[torch.randn(7, 16)], [torch.randn(2, 16)]])
         self.assertEqual(len(fusegen_ops(rewritten)), 1)
+
+    def test_unspecialized_float_attributes_become_constants_checked_per_call(self):
+        # dynamic=True passes a module's float attribute (group_norm's eps) as a 0-dim CPU
+        # tensor read with .item(): fusegen takes its value as a constant, and a call where
+        # it changed runs the original graph instead
+        from fusegen import _dynamo_backend
+        torch.manual_seed(7)
+        model = LinearGroupNorm()
+        seen = []
+
+        def record(gm, example_inputs):
+            seen.append((gm, list(example_inputs)))
+            return gm.forward
+        torch._dynamo.reset()
+        x = torch.randn(4, 16)
+        with torch.no_grad():
+            torch.compile(model, backend=record, dynamic=True)(x)
+            gm, inputs = seen[0]
+            found = _dynamo_backend.specialize_scalars(gm, inputs)
+            self.assertEqual([v for _, v in found], [model.gn.eps], gm.graph)
+            self.assertFalse([n for n in gm.graph.nodes if n.op == "call_method" and n.target == "item"])
+            torch.testing.assert_close(gm(*inputs)[0], model(x), rtol=0, atol=0)
+
+        call = _dynamo_backend.guard_scalars(lambda *a: "fused", found, lambda: lambda *a: "fallback")
+        self.assertEqual(call(*inputs), "fused")
+        changed = list(inputs)
+        changed[found[0][0]] = torch.tensor(1e-3)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            self.assertEqual(call(*changed), "fallback")
+        self.assertTrue(any("specialized" in str(w.message) for w in caught), [str(w.message) for w in caught])
+        self.assertEqual(call(*inputs), "fused")
 
     def test_mark_dynamic_on_a_spatial_dim(self):
         torch.manual_seed(5)
