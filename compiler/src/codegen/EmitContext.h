@@ -47,10 +47,10 @@ public:
   // The buffer of a materialized value (asserts it is materialized).
   std::string value_buffer(ValueId value) const;
   // Element `at` of a materialized value as device code. Outside GEMMs, a
-  // buffer this kernel does not write is read through the read-only path
-  // (__ldg): its loads may then be scheduled ahead of the kernel's stores,
-  // which they could alias as far as the compiler knows (a normalization's
-  // affine params read between its output stores, bench/NOTES.md v48).
+  // buffer this kernel does not write is read through the read-only
+  // (non-coherent) path, __ldg: layer_norm over long rows, whose write pass
+  // reads its affine params between its stores, ran 5% faster
+  // (bench/NOTES.md v48).
   std::string read(ValueId value, const std::string& at) const;
   bool is_materialized(ValueId value) const { return plan_.buffer_of(value) != kNoId; }
   // A materialized value held as row-reduction partials that a reader
