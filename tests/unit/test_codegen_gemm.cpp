@@ -506,16 +506,18 @@ TEST(CodegenGemm, VariantChoice) {
                    {"k10_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {8, 33, 1}},
                    {"mm_k0", "inner 2, block 128x64, tile_k 32, stages 2, vectors true/true", {8, 17, 1}},
                    {"conv64_k0", "inner 2, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, 2049}}});
-  // Small: 64 rows (16 blocks of 64x64 at most) fall back to 64x64; 64
-  // conv samples have 512 blocks of 128x64, one sample (1024 positions) 8,
-  // so 64x64. Still too few blocks: split-K, the largest split that keeps
-  // the launch within 132 blocks and two slices per block: `big` (16
-  // blocks, 32 slices) splits by 8 into clusters along x, `mm` (8 blocks, 8
-  // slices) by 4, one conv sample (16 blocks, 18 slices of 8) by 8; `k10`
-  // has 2 slices, too few to split. One row: linears take the skinny
-  // template, B along n with 512 columns is too few blocks for it.
+  // Small: 64 rows are one block row. Over a long k (`big`: 32 slices)
+  // the weights stream through 128x128 blocks split by 8 into clusters
+  // along x (8 blocks, 64 in all). Otherwise 64 rows (16 blocks of 64x64
+  // at most) fall back to 64x64; 64 conv samples have 512 blocks of
+  // 128x64, one sample (1024 positions) 8, so 64x64. Still too few blocks:
+  // split-K, the largest split that keeps the launch within 132 blocks and
+  // two slices per block: `mm` (8 blocks, 8 slices) by 4, one conv sample
+  // (16 blocks, 18 slices of 8) by 8; `k10` has 2 slices, too few to
+  // split. One row: linears take the skinny template, B along n with 512
+  // columns is too few blocks for it.
   expect_variants({{"N", 64}}, P::Strict,
-                  {{"big_k0", "inner 1, block 64x64, tile_k 32, stages 4, vectors true/true, split 8", {128, 1, 1}},
+                  {{"big_k0", "inner 1, block 128x128, tile_k 32, stages 4, vectors true/true, split 8", {64, 1, 1}},
                    {"k10_k0", "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false", {8, 1, 1}},
                    {"mm_k0", "inner 1, block 64x64, tile_k 32, stages 2, vectors true/true, split 4", {32, 1, 1}},
                    {"conv64_k0", "inner 1, block 64x64, tile_k 8, stages 2, vectors false/false", {1, 16, 64}}});
@@ -534,8 +536,8 @@ TEST(CodegenGemm, SplitKIsClusteredAndOnlyWhereItApplies) {
   EXPECT_EQ(big.cluster, 8);
   std::string kernel = kernel_text(code, "big_k0");
   EXPECT_TRUE(contains(kernel, "__cluster_dims__(kSplitK, 1, 1) fusegen_big_k0(")) << kernel;
-  // The accumulators of a 64x64 block are staged for the cluster's sum.
-  EXPECT_GE(std::stoll(constant_of(kernel, "kDynamicSharedFloats")), 64 * 64);
+  // The accumulators of a 128x128 block are staged for the cluster's sum.
+  EXPECT_GE(std::stoll(constant_of(kernel, "kDynamicSharedFloats")), 128 * 128);
   EXPECT_EQ(launch_of(code, 1, 0).cluster, 1) << "k10: two slices do not split";
   EXPECT_FALSE(contains(kernel_text(code, "k10_k0"), "__cluster_dims__(kSplitK, 1, 1) fusegen_k10_k0("));
   // sm_80 has no clusters; a big launch has enough blocks.

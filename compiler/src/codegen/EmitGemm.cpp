@@ -122,6 +122,7 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g,
     return "";
   };
   const int64_t enough_blocks = ctx.target().sm_count;
+  constexpr int kStreamingBlock = 128, kStreamingSplit = 8; // one block row over a long k, below
   // 128x256 slices fill shared memory at 4 stages.
   const int stages = v.stages;
   auto set_block = [&](int bm, int bn) {
@@ -162,6 +163,18 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g,
       return Error{"this GEMM kernel cannot take " + format_gemm_block(*forced) + " blocks (" + why + ")"};
     set_block(forced->rows, forced->cols);
     v.split_k = forced->split_k;
+    return v;
+  }
+  // One block row (17 to 64 rows: fewer take skinny_gemm.cu) over a long k
+  // streams B, and wants more blocks in flight than one wave of blocks that
+  // each walk all of k: on the H100, 128x128 blocks split 8 ways beat the
+  // rule below by 7-40% at 64 tokens (SwiGLU d 4096, pre-norm MLP d 2048;
+  // autotuned, bench/NOTES.md v48, v49).
+  if (g.launch_rows.value && *g.launch_rows.value <= 64 && g.launch_batches.value && *g.launch_batches.value <= 1 &&
+      slices && *slices >= 2 * kStreamingSplit && unsupported(kStreamingBlock, kStreamingBlock).empty() &&
+      unsupported_split(kStreamingBlock, kStreamingBlock, kStreamingSplit).empty()) {
+    set_block(kStreamingBlock, kStreamingBlock);
+    v.split_k = kStreamingSplit;
     return v;
   }
   for (const auto& [bm, bn, unused_split] : kGemmBlocks) {
