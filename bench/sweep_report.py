@@ -108,10 +108,12 @@ def winner(row, precision):
 
 AUTOTUNE_METHOD = (
     "- autotuning (`--autotune`): fusegen strict and tf32 again, each in a runtime with autotuning on (the "
-    "heuristic's kernels and each GEMM block forced, unsplit and at its largest split-K, timed by the runtime; "
+    "heuristic's kernels and each GEMM block forced, unsplit and at its largest split-K, in strict precision on "
+    "sm_90 each also with FP16x3 products, timed by the runtime; "
     "the fastest kept), checked and timed as above. Every fusegen runtime, the heuristic's too, has a fresh "
     "cache directory, so no cached kernels (tuned ones included) are reused. Winner: `heuristic` or the forced "
-    "block (`64x64:8`: split-K 8), `(heuristic)` where the heuristic's kernels are that block's. First tuned "
+    "block (`64x64:8`: split-K 8), `, fp16x3` for FP16x3 products, `(heuristic)` where the heuristic's kernels "
+    "are that block's. First tuned "
     "call: tuning, compiles and the call. Flagged where the heuristic's time is more than %.0f%% above the "
     "tuned one." % (100 * HEURISTIC_SLOWER))
 

@@ -116,7 +116,8 @@ class Runtime:
     def tunings(self):
         """Every autotuning this runtime did (autotune on, a (fusion, dims) without a tuned cache entry),
         in order, as dicts: fusion, dims ("T=16"), chosen (the winning candidate: "heuristic" or a forced
-        GEMM block, "128x64" or "64x64:8" with split-K 8), heuristic ("heuristic", or the forced block with
+        GEMM block, "128x64" or "64x64:8" with split-K 8; ", fp16x3" added where it multiplies with FP16x3:
+        "heuristic, fp16x3"), heuristic ("heuristic", or the forced block with
         the same kernels, "64x64:8 (heuristic)"), chosen_ms and heuristic_ms (the autotuner's own timing
         per run on scratch tensors; 0.0 when nothing was timed), chosen_variants and heuristic_variants
         (each kernel's template and variant as `fusegen plan` shows them, "; " between kernels), report

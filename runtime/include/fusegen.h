@@ -108,7 +108,8 @@ typedef struct fusegen_stats {
 typedef struct fusegen_tuning {
   const char* fusion;
   const char* dims;      /* "N=128"; "-" without dims */
-  const char* chosen;    /* "heuristic", or the forced GEMM block: "128x64", "64x64:8" (split-K 8) */
+  const char* chosen;    /* "heuristic", or the forced GEMM block: "128x64", "64x64:8" (split-K 8); ", fp16x3"
+                            added for FP16x3 products: "heuristic, fp16x3" */
   const char* heuristic; /* "heuristic", or the forced block with the same kernels: "64x64:8 (heuristic)" */
   double chosen_ms;      /* per run of the launch sequence; 0 when nothing was timed */
   double heuristic_ms;

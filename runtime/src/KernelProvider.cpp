@@ -80,6 +80,13 @@ NvrtcTarget target_for(const KernelRequest& request) {
 
 } // namespace
 
+Target generation_target(const KernelRequest& request) {
+  Result<Target> target = target_for_arch(target_for(request).arch);
+  if (!target)
+    throw RuntimeError(ErrorKind::Compile, target.error());
+  return target.value();
+}
+
 CacheKey KernelProvider::key_of(const KernelRequest& request, const NvrtcTarget& target) const {
   CacheKey key;
   key.fusegen_version = FUSEGEN_VERSION;
@@ -189,12 +196,21 @@ void KernelProvider::warn_remote_reject(const CacheKey& key, const std::string& 
 }
 
 ProvidedKernels KernelProvider::compile(const KernelRequest& request, bool store_on_disk) {
+  return compile(request, generate(request), store_on_disk);
+}
+
+GeneratedUnit KernelProvider::generate(const KernelRequest& request) {
   const NvrtcTarget target = target_for(request);
-  ProvidedKernels out;
-  out.key = key_of(request, target);
   GeneratedUnit unit = generate_unit(*request.fusion, request.dims, request.precision, target.arch, request.sources,
                                      request.gemm_block, request.strict_product);
   ++counters_.generations;
+  return unit;
+}
+
+ProvidedKernels KernelProvider::compile(const KernelRequest& request, GeneratedUnit unit, bool store_on_disk) {
+  const NvrtcTarget target = target_for(request);
+  ProvidedKernels out;
+  out.key = key_of(request, target);
   const std::string program = failed_source_path(unit);
   Result<std::string> image = nvrtc_compile(unit.source, program, out.key.nvrtc_options, !target.cubin);
   ++counters_.compiles;

@@ -16,6 +16,7 @@
 #include "Warnings.h"
 
 #include "fusegen/Diagnostics.h"
+#include "fusegen/Target.h"
 
 #include <atomic>
 #include <memory>
@@ -62,6 +63,11 @@ struct ProvidedKernels {
   std::string variants;
 };
 
+// The target a request's kernels are generated for: the arch NVRTC compiles
+// for on the request's device (choose_target). Throws RuntimeError
+// (ErrorKind::Compile) where there is none, as compiling would.
+Target generation_target(const KernelRequest& request);
+
 class KernelProvider {
 public:
   // `disk` and `remote` may be null (no disk cache, no remote cache).
@@ -81,6 +87,12 @@ public:
   // Generates and compiles; stores the entry when `store_on_disk` (in the
   // disk and remote caches).
   ProvidedKernels compile(const KernelRequest& request, bool store_on_disk);
+  // The two halves of compile: the source for the request's target (throws
+  // what generate_unit throws), and its compilation (a unit that generate
+  // made for the same request), so that a caller can skip sources it has
+  // compiled already (autotuning's candidates).
+  GeneratedUnit generate(const KernelRequest& request);
+  ProvidedKernels compile(const KernelRequest& request, GeneratedUnit unit, bool store_on_disk);
   // Stores `kernels` under the request's key (e.g. an autotuning winner,
   // compiled with a forced block, as the autotuned entry), on disk and in
   // the remote cache.

@@ -107,12 +107,16 @@ struct Stats {
 // autotuner on scratch tensors.
 struct Tuning {
   std::string fusion;
-  std::string dims;            // "N=128" ("-" without dims)
-  std::string chosen;          // the winner: "heuristic", or the forced GEMM block, "128x64" or "64x64:8" (split-K 8)
-  std::string heuristic;       // "heuristic", or the forced block whose kernels are the same: "64x64:8 (heuristic)"
-  double chosen_ms = 0;        // per run of the launch sequence; 0 when nothing was timed
-  double heuristic_ms = 0;     // the same for the heuristic's kernels
-  std::string chosen_variants; // each kernel's template and variant, as `fusegen plan` shows them
+  std::string dims; // "N=128" ("-" without dims)
+  // The winner: "heuristic", or the forced GEMM block, "128x64" or "64x64:8"
+  // (split-K 8); ", fp16x3" added where it multiplies with FP16x3 (a
+  // candidate in strict precision on sm_90 when strict_product is unset):
+  // "heuristic, fp16x3", "128x128:8, fp16x3".
+  std::string chosen;
+  std::string heuristic;          // "heuristic", or the forced block whose kernels are the same: "64x64:8 (heuristic)"
+  double chosen_ms = 0;           // per run of the launch sequence; 0 when nothing was timed
+  double heuristic_ms = 0;        // the same for the heuristic's kernels
+  std::string chosen_variants;    // each kernel's template and variant, as `fusegen plan` shows them
   std::string heuristic_variants; // "gemm.cu: 128x128 blocks, 3xtf32 products; reduce.cu"
   std::string report;             // every candidate timed: "64x64:8 (heuristic) 0.010 ms, 128x128 0.043 ms, ..."
   bool timed = false;             // candidates were timed (false: one candidate, or timing failed)
@@ -121,8 +125,10 @@ struct Tuning {
 struct RuntimeOptions {
   // Overrides each fusion's own precision (strict: 1e-4 of float64; tf32).
   std::optional<Precision> precision;
-  // How strict GEMMs multiply: unset, the code generator's default (3xTF32);
-  // FP16x3 where the GPU has it (docs/kernels-gemm.md "FP16x3").
+  // How strict GEMMs multiply: unset, the code generator's default (3xTF32),
+  // and with autotuning on, FP16x3 as a candidate where the GPU has it;
+  // set, that product (FP16x3 where the GPU has it, docs/kernels-gemm.md
+  // "FP16x3"), also when autotuning.
   std::optional<StrictProduct> strict_product;
   // The disk cache of compiled kernels. The directory is `cache_dir` if set,
   // else $FUSEGEN_CACHE_DIR, $XDG_CACHE_HOME/fusegen or ~/.cache/fusegen;

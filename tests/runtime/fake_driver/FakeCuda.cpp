@@ -22,6 +22,7 @@ FakeContext g_primary;
 thread_local std::vector<CUcontext> t_stack;
 struct FakeFunction {
   std::string name;
+  const std::string* image = nullptr; // its module's
   int max_dynamic_shared = 48 * 1024; // raised by the opt-in attribute, as the driver's
 };
 
@@ -76,6 +77,8 @@ extern "C" void fakecuda_reset() {
   g_state.fail_function.clear();
   g_state.allocation_device.clear();
   g_state.launch_ms.clear();
+  g_state.image_ms.clear();
+  g_state.module_images.clear();
   g_state.compute_major = 9;
   g_state.stream_waits.clear();
 }
@@ -395,6 +398,8 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
   std::lock_guard<std::mutex> lock(g_mutex);
   ++g_state.live_modules;
   ++g_state.module_loads;
+  if (g_state.recording)
+    g_state.module_images.push_back(loaded->image);
   *module = reinterpret_cast<CUmodule>(loaded);
   return CUDA_SUCCESS;
 }
@@ -411,7 +416,9 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, cons
   auto* loaded = reinterpret_cast<FakeModule*>(module);
   if (loaded->image.find(name) == std::string::npos)
     return CUDA_ERROR_NOT_FOUND;
-  loaded->functions.push_back(std::make_unique<FakeFunction>(FakeFunction{name}));
+  loaded->functions.push_back(std::make_unique<FakeFunction>());
+  loaded->functions.back()->name = name;
+  loaded->functions.back()->image = &loaded->image;
   *function = reinterpret_cast<CUfunction>(loaded->functions.back().get());
   return CUDA_SUCCESS;
 }
@@ -468,8 +475,12 @@ CUresult launch_kernel(CUfunction function, unsigned gx, unsigned gy, unsigned g
   std::lock_guard<std::mutex> lock(g_mutex);
   g_last_stream = stream;
   const std::string grid = std::to_string(gx) + "," + std::to_string(gy) + "," + std::to_string(gz);
+  const std::string& image = *reinterpret_cast<FakeFunction*>(function)->image;
+  auto by_image = g_state.image_ms.find(image);
   auto cost = g_state.launch_ms.find(grid);
-  g_clock_ms += cost == g_state.launch_ms.end() ? 0.01 : cost->second;
+  g_clock_ms += by_image != g_state.image_ms.end() ? by_image->second
+                : cost == g_state.launch_ms.end()  ? 0.01
+                                                   : cost->second;
   if (g_state.recording)
     g_state.launches.push_back(std::move(launch));
   return CUDA_SUCCESS;

@@ -3,9 +3,10 @@
 // stack, modules must look like a cubin or PTX and contain the kernel names
 // asked for, `fusegen_fill` launches are carried out, other launches are
 // recorded (their kernels cannot run) and take simulated time that events
-// measure; a launch with more than 48 KiB of dynamic shared memory fails
-// unless the kernel opted in (cuFuncSetAttribute, up to the device's
-// limit: 163 KiB on 8.0, 227 KiB on 9.0). Tests load it before the runtime
+// measure (by the module's image or by grid); a launch with more than 48 KiB
+// of dynamic shared memory fails unless the kernel opted in
+// (cuFuncSetAttribute, up to the device's limit: 163 KiB on 8.0, 227 KiB on
+// 9.0). Tests load it before the runtime
 // opens "libcuda.so.1", which then resolves to it.
 #pragma once
 
@@ -55,6 +56,12 @@ struct State {
   // Simulated time: each kernel launch advances a clock that events read, by
   // launch_ms["gx,gy,gz"] for its grid, or 0.01 ms.
   std::map<std::string, double> launch_ms;
+  // Ahead of launch_ms: a launch of a kernel from a module loaded from
+  // exactly this image (as module_images holds it) takes this long.
+  std::map<std::string, double> image_ms;
+  // Every image cuModuleLoadData loaded (while recording), in order; a
+  // cubin up to its section header table's end.
+  std::vector<std::string> module_images;
   int live_streams = 0;
   int live_events = 0;
   std::vector<StreamWait> stream_waits;
