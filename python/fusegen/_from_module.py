@@ -93,10 +93,12 @@ class ModuleFusion:
 
     def arguments(self, *inputs):
         """{spec argument: tensor} for a call with these forward inputs."""
+        return self._arguments(inputs, self._symbols(inputs))
+
+    def _arguments(self, inputs, symbols):
         if len(inputs) != len(self.inputs):
             raise UnsupportedModuleError("fusegen: %s takes the %d inputs of %s.forward, not %d" % (
                 self.function.name, len(self.inputs), type(self.module).__name__, len(inputs)))
-        symbols = self._symbols(inputs)
         extra = {}
         for tensor, views in zip(inputs, self._input_views):
             for spec_name, shape in views:
@@ -107,10 +109,10 @@ class ModuleFusion:
     def __call__(self, *inputs):
         import torch
         from torch.utils import _pytree
-        results = self.function(**self.arguments(*inputs))
+        symbols = self._symbols(inputs)
+        results = self.function(**self._arguments(inputs, symbols))
         results = results if isinstance(results, tuple) else (results,)
         by_name = dict(zip(self.function.output_names, results))
-        symbols = self._symbols(inputs)
         flat = [by_name[name].view(self._sizes(shape, symbols)) for name, shape in self._outputs]
         if self._counters:
             with torch.no_grad():
