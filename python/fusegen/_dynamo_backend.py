@@ -81,6 +81,13 @@ def _fallback(gm, example_inputs, fallback):
     return gm.forward
 
 
+def _host_float_scalar(value):
+    """A 0-dim floating CPU tensor: how dynamo passes a Python float it leaves unspecialized."""
+    import torch
+    return (isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_cuda
+            and value.dtype.is_floating_point)
+
+
 def specialize_scalars(gm, example_inputs):
     """Dynamo passes Python floats it does not specialize (a module attribute such as a
     norm's eps under dynamic=True) as 0-dim CPU tensors read with .item(); a spec needs
@@ -90,8 +97,7 @@ def specialize_scalars(gm, example_inputs):
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     found = []
     for index, (node, example) in enumerate(zip(placeholders, example_inputs)):
-        if not (isinstance(example, torch.Tensor) and example.dim() == 0 and not example.is_cuda
-                and example.dtype.is_floating_point and node.users
+        if not (_host_float_scalar(example) and node.users
                 and all(u.op == "call_method" and u.target == "item" for u in node.users)):
             continue
         value = example.item()
@@ -128,9 +134,7 @@ def guard_scalars(compiled, found, make_fallback):
 
 def _compile(gm, example_inputs, precision, fallback):
     import copy
-
-    import torch
-    if not any(isinstance(t, torch.Tensor) and t.dim() == 0 and not t.is_cuda for t in example_inputs):
+    if not any(_host_float_scalar(t) for t in example_inputs):
         return _compile_specialized(gm, example_inputs, precision, fallback, set())
     original = copy.deepcopy(gm)
     scalars = specialize_scalars(gm, example_inputs)
