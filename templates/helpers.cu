@@ -57,6 +57,32 @@ __device__ __forceinline__ void fusegen_grid_dependencies() {
   fusegen_grid_launch_dependents();
 }
 
+// The stores of an epilogue hook, deferred: the hook puts each value it
+// stores, with its address, in a FusegenStores, and the template writes them
+// after it has run the hook on the next elements. A store may alias a later
+// load as far as the compiler knows, so it keeps them in program order; in a
+// loop of hook calls each element's parameter loads then waited behind the
+// element before's stores (bench/NOTES.md v51). kCount: the stores of one
+// element, known to the generator.
+template <int kCount>
+struct FusegenStores {
+  float* at[kCount > 0 ? kCount : 1] = {}; // null: nothing to store (a hook may return early)
+  float value[kCount > 0 ? kCount : 1];
+
+  __device__ __forceinline__ void clear() {
+#pragma unroll
+    for (int i = 0; i < kCount; ++i)
+      at[i] = nullptr;
+  }
+
+  __device__ __forceinline__ void write() const {
+#pragma unroll
+    for (int i = 0; i < kCount; ++i)
+      if (at[i])
+        *at[i] = value[i];
+  }
+};
+
 __device__ __forceinline__ float fusegen_is_nan(float x) { return x != x; }
 
 __device__ __forceinline__ float fusegen_maximum(float a, float b) {

@@ -46,9 +46,13 @@
 //   "b_address"     const float* b_address(args, b_base, k, n)  B element
 //   "a_row"         const float* a_row(args, a_base, m)  where row m of A starts (kASplit)
 //   "a_depth_offset" int a_depth_offset(args, k)  element (m, k) is at a_row(m) + this
-//   "epilogue"      float epilogue(args, batch, m, n, acc)  for a valid element:
-//                                  pointwise ops and stores; returns the value
-//                                  the statistics read
+//   "epilogue_stores" constexpr int kEpilogueStores  values epilogue() stores per element
+//   "epilogue"      float epilogue(args, batch, m, n, acc, stores)  for a valid
+//                                  element: pointwise ops; puts each value it
+//                                  stores, with its address, in stores (the
+//                                  caller writes them after the row's other
+//                                  columns, helpers.cu FusegenStores); returns
+//                                  the value the statistics read
 //   "stats_slot"    float* stats_slot(args, batch, row_tile, n)  the (count, mean,
 //                                  M2) triple of the statistics group whose
 //                                  first column is n, for statistics tile row_tile
@@ -115,10 +119,15 @@ __device__ __forceinline__ int a_depth_offset(const FusegenArgs& args, long long
   return static_cast<int>(k);
 }
 
+FUSEGEN_HOOK("epilogue_stores") constexpr int kEpilogueStores = 1;
+
+struct EpilogueStores : FusegenStores<kEpilogueStores> {};
+
 FUSEGEN_HOOK("epilogue")
-__device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n,
-                                          float acc) {
-  args.buf[2][(batch * args.dim[0] + m) * kCols + n] = acc;
+__device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n, float acc,
+                                          EpilogueStores& stores) {
+  stores.at[0] = args.buf[2] + (batch * args.dim[0] + m) * kCols + n;
+  stores.value[0] = acc;
   return acc;
 }
 
@@ -281,9 +290,15 @@ __device__ __forceinline__ void narrow_gemm_main(const FusegenArgs& args) {
       float acc[kColsPadded] = {};
       if (valid) {
         narrow_accumulate(args, b_shared, offsets, a_base, m, acc);
+        // Each column's stores at once: its params are one broadcast load,
+        // and deferring them behind 8 columns' loads measured 4-20% slower
+        // (bench/NOTES.md v51).
 #pragma unroll
-        for (int n = 0; n < kCols; ++n)
-          acc[n] = epilogue(args, batch, m, n, acc[n]);
+        for (int n = 0; n < kCols; ++n) {
+          EpilogueStores stores;
+          acc[n] = epilogue(args, batch, m, n, acc[n], stores);
+          stores.write();
+        }
       }
       if constexpr (kStatsGroup > 0)
         narrow_statistics(args, scratch, batch, m0, rows, valid, acc);

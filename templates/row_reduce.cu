@@ -50,9 +50,19 @@
 //   "load"              float load(args, segment, i)    input element i, prologue applied
 //   "store_segment"     void store_segment(args, segment, value)    reductions: result,
 //                                                       epilogue and stores
-//   "store_element"     float store_element(args, segment, i, value) normalizations:
-//                                                       affine, epilogue, stores; returns the
-//                                                       value the final reduction folds
+//   "element_stores"    constexpr int kElementStores    values store_element() stores per element
+//   "defer_element_stores" constexpr bool kDeferElementStores  store_element() reads memory: its
+//                                                       stores wait for a chunk's loads
+//   "store_element"     float store_element(args, segment, i, value, stores)
+//                                                       normalizations: affine, epilogue;
+//                                                       puts each value it stores, with its
+//                                                       address, in stores (written after the
+//                                                       loads of the thread's next elements:
+//                                                       helpers.cu FusegenStores); returns the
+//                                                       value the final reduction folds. No
+//                                                       other effects: it also runs on a
+//                                                       stand-in element whose stores are
+//                                                       dropped
 //   "store_final"       void store_final(args, item, value)  final reduction's epilogue
 //   "entry"             the __global__ kernel; the generator renames it
 //
@@ -104,9 +114,19 @@ __device__ __forceinline__ void store_segment(const FusegenArgs& args, long long
   args.buf[1][segment] = value;
 }
 
+FUSEGEN_HOOK("element_stores") constexpr int kElementStores = 1;
+
+struct ElementStores : FusegenStores<kElementStores> {};
+
+FUSEGEN_HOOK("defer_element_stores") constexpr bool kDeferElementStores = false;
+
+static_assert(!kDeferElementStores || kElementStores > 0, "deferring needs stores to defer");
+
 FUSEGEN_HOOK("store_element")
-__device__ __forceinline__ float store_element(const FusegenArgs& args, long long segment, long long i, float value) {
-  args.buf[1][segment * args.dim[1] + i] = value;
+__device__ __forceinline__ float store_element(const FusegenArgs& args, long long segment, long long i, float value,
+                                               ElementStores& stores) {
+  stores.at[0] = args.buf[1] + segment * args.dim[1] + i;
+  stores.value[0] = value;
   return value;
 }
 
@@ -407,27 +427,62 @@ __device__ __forceinline__ float row_centered_squares(const FusegenArgs& args, l
 // Normalizes every element against `center` (mean or max) and `scale`
 // (1/std, the sum, or its log), stores it, and folds what store_element
 // returns into `final_acc` (the fused final reduction, when there is one).
+// One element of the write pass: normalized against `center` (mean or max)
+// and `scale` (1/std, the sum, or its log).
+__device__ __forceinline__ float row_normalized(float x, float center, float scale) {
+  const float d = x - center;
+  if constexpr (kAnchor == kRowMoments)
+    return d * scale;
+  else if constexpr (kAnchor == kRowSoftmax)
+    return expf(d) / scale;
+  else
+    return d - scale;
+}
+
+// Normalizes every element, stores it, and folds what store_element returns
+// into `final_acc` (the fused final reduction, when there is one). With
+// kDeferElementStores, store_element runs on all kUnroll elements of a
+// chunk before their stores are written, on element i0 as the stand-in past
+// the row's end (its stores dropped): straight-line code, so that the
+// chunk's parameter loads (a layer_norm's weight and bias) are in flight
+// together instead of each waiting behind the stores before it. A hook
+// without loads stores as it goes (deferred, softmax ran 12-20% slower;
+// bench/NOTES.md v51).
 template <RowCache kCache>
 __device__ __forceinline__ void row_write(const FusegenArgs& args, long long segment, long long length, int lane,
                                           float* cache, float center, float scale, RowAcc& final_acc) {
   for (long long i0 = lane; i0 < length; i0 += kUnroll * kTeamSize) {
     float x[kUnroll];
-    const int valid = row_fetch<kCache, false>(args, segment, length, i0, cache, x);
+    const int valid = row_fetch<kCache, false>(args, segment, length, i0, cache, x); // >= 1
+    if constexpr (kDeferElementStores) {
+      ElementStores stores[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (u >= valid)
-        break;
-      const float d = x[u] - center;
-      float y;
-      if constexpr (kAnchor == kRowMoments)
-        y = d * scale;
-      else if constexpr (kAnchor == kRowSoftmax)
-        y = expf(d) / scale;
-      else
-        y = d - scale;
-      const float folded = store_element(args, segment, i0 + static_cast<long long>(u) * kTeamSize, y);
-      if constexpr (kFinalOp != kRowNone)
-        final_acc = row_add<kFinalFold>(final_acc, folded);
+      for (int u = 0; u < kUnroll; ++u) {
+        const bool inside = u < valid;
+        const long long i = inside ? i0 + static_cast<long long>(u) * kTeamSize : i0;
+        const float folded =
+            store_element(args, segment, i, row_normalized(x[inside ? u : 0], center, scale), stores[u]);
+        if (!inside)
+          stores[u].clear();
+        if constexpr (kFinalOp != kRowNone)
+          if (inside)
+            final_acc = row_add<kFinalFold>(final_acc, folded);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        stores[u].write();
+    } else {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (u >= valid)
+          break;
+        ElementStores stores;
+        const float folded = store_element(args, segment, i0 + static_cast<long long>(u) * kTeamSize,
+                                           row_normalized(x[u], center, scale), stores);
+        stores.write();
+        if constexpr (kFinalOp != kRowNone)
+          final_acc = row_add<kFinalFold>(final_acc, folded);
+      }
     }
   }
 }

@@ -44,7 +44,8 @@
 //   "b_offset"      long long b_offset(args, batch)   base offset of B for a batch
 //   "a_address"     const float* a_address(args, a_base, m, k)  A element (m, k)
 //   "b_address"     const float* b_address(args, b_base, k, n)  B element (k, n)
-//   "epilogue"      float epilogue(args, batch, m, n, acc)  for a valid element:
+//   "epilogue_stores" constexpr int kEpilogueStores  values epilogue() stores per element
+//   "epilogue"      float epilogue(args, batch, m, n, acc, stores)  for a valid element:
 //                                  bias, pointwise ops and stores
 //   "entry"         the __global__ kernel; the generator renames it
 //
@@ -101,10 +102,15 @@ __device__ __forceinline__ const float* b_address(const FusegenArgs& args, long 
   return args.buf[1] + b_base + n * args.dim[2] + k;
 }
 
+FUSEGEN_HOOK("epilogue_stores") constexpr int kEpilogueStores = 1;
+
+struct EpilogueStores : FusegenStores<kEpilogueStores> {};
+
 FUSEGEN_HOOK("epilogue")
-__device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n,
-                                          float acc) {
-  args.buf[2][(batch * args.dim[0] + m) * args.dim[1] + n] = acc;
+__device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n, float acc,
+                                          EpilogueStores& stores) {
+  stores.at[0] = args.buf[2] + (batch * args.dim[0] + m) * args.dim[1] + n;
+  stores.value[0] = acc;
   return acc;
 }
 
@@ -260,7 +266,9 @@ __device__ __forceinline__ void skinny_gemm_main(const FusegenArgs& args) {
 #pragma unroll
           for (int w = 1; w < kWarps; ++w)
             sum += partial[w][r][c];
-          epilogue(args, batch, m0 + r, n0 + c, sum);
+          EpilogueStores stores;
+          epilogue(args, batch, m0 + r, n0 + c, sum, stores);
+          stores.write();
         }
       }
       __syncthreads(); // partial is reused by the next item

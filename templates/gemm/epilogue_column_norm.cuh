@@ -43,19 +43,26 @@ __device__ __forceinline__ void finish_column_norm(const FusegenArgs& args, floa
                                                    long long batch, long long m0, long long n0, int first_col) {
   const int valid_rows = static_cast<int>(e.rows - m0 < kBlockM ? e.rows - m0 : kBlockM);
   const int valid_cols = static_cast<int>(e.cols - n0 < kTileN ? e.cols - n0 : kTileN);
-#pragma unroll 1
-  for (int index = threadIdx.x; index < valid_rows * kCols; index += kThreads) {
+  // The stand-in for elements outside: (0, 0), in the problem.
+  for_each_chunked<EpilogueStores>(valid_rows * kCols, [&](int index, bool inside, EpilogueStores& stores) {
     const int r = index / kCols, c = first_col + index % kCols;
-    float* value = smem + r * kTileStride + c;
-    *value = c < valid_cols ? epilogue(args, batch, m0 + r, n0 + c, *value) : 0.0f;
-  }
+    const bool valid = inside && c < valid_cols;
+    const int hr = valid ? r : 0, hc = valid ? c : 0;
+    const float v = epilogue(args, batch, m0 + hr, n0 + hc, smem[hr * kTileStride + hc], stores);
+    if (!valid)
+      stores.clear();
+    if (inside)
+      smem[r * kTileStride + c] = valid ? v : 0.0f;
+  });
   __syncthreads();
   normalize_columns<kCols>(args, smem, batch, n0, e.cols, valid_rows, first_col);
   __syncthreads();
-#pragma unroll 1
-  for (int index = threadIdx.x; index < valid_rows * kCols; index += kThreads) {
+  for_each_chunked<NormStores>(valid_rows * kCols, [&](int index, bool inside, NormStores& stores) {
     const int r = index / kCols, c = first_col + index % kCols;
-    if (c < valid_cols)
-      norm_apply(args, batch, m0 + r, n0 + c, smem[r * kTileStride + c]);
-  }
+    const bool valid = inside && c < valid_cols;
+    const int hr = valid ? r : 0, hc = valid ? c : 0;
+    norm_apply(args, batch, m0 + hr, n0 + hc, smem[hr * kTileStride + hc], stores);
+    if (!valid)
+      stores.clear();
+  });
 }

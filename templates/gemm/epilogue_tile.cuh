@@ -3,10 +3,57 @@
 // and staging the tensor cores' accumulators.
 #pragma once
 
+// Elements a thread runs a stage hook on before it writes their stores.
+constexpr int kEpilogueChunk = 4;
+
+// Calls visit(index, inside, stores) for this thread's indices (threadIdx.x,
+// + kThreads, ...), kEpilogueChunk at a time: the chunk's hook calls first,
+// so that their parameter loads are in flight together, then the chunk's
+// stores (helpers.cu FusegenStores; bench/NOTES.md v51). inside: index <
+// extent. A visit runs its hook on every index, a valid stand-in element
+// where its own is not, and clears that call's stores: straight-line code,
+// which the compiler schedules across elements (a branch per element kept
+// each element's loads behind the one before's). visit writes no global
+// memory itself; shared memory it may.
+template <class Stores, class Visit>
+__device__ __forceinline__ void for_each_chunked(int extent, Visit visit) {
+#pragma unroll 1
+  for (int base = threadIdx.x; base < extent; base += kEpilogueChunk * kThreads) {
+    Stores stores[kEpilogueChunk];
+#pragma unroll
+    for (int u = 0; u < kEpilogueChunk; ++u)
+      visit(base + u * kThreads, base + u * kThreads < extent, stores[u]);
+#pragma unroll
+    for (int u = 0; u < kEpilogueChunk; ++u)
+      stores[u].write();
+  }
+}
+
+// Runs stage(r, c, staged value, stores) on this thread's elements of a
+// tile share (index -> (r, c) along m or along rows of kShareCols, as the
+// stages walk it), kEpilogueChunk at a time, and keep(r, c, inside, valid,
+// result) after each. Elements outside rows < row_end or columns <
+// valid_cols run the stage on the stand-in (first_row, 0), which must be in
+// the problem, and their stores are dropped.
+template <class Stores, int kShareCols, class Stage, class Keep>
+__device__ __forceinline__ void walk_share(int extent, int first_row, int first_col, int row_end, int valid_cols,
+                                           Stage stage, Keep keep, const float* tile) {
+  for_each_chunked<Stores>(extent, [&](int index, bool inside, Stores& stores) {
+    const int r = kEpilogueAlongM ? index % kTileM : first_row + index / kShareCols;
+    const int c = kEpilogueAlongM ? index / kTileM : first_col + index % kShareCols;
+    const bool valid = inside && r < row_end && c < valid_cols;
+    const int hr = valid ? r : first_row, hc = valid ? c : 0;
+    const float result = stage(hr, hc, tile[hr * kTileStride + hc], stores); // odd stride: no bank conflicts
+    if (!valid)
+      stores.clear();
+    keep(r, c, inside, valid, result);
+  });
+}
+
 // Runs the epilogue stages on the accumulators of one tile. The accumulators
 // go through shared memory first, so that each pass walks the tile row by row
-// with consecutive threads on consecutive columns (coalesced stores), one
-// element at a time (one copy of the epilogue code, few live registers).
+// with consecutive threads on consecutive columns (coalesced stores), a few
+// elements at a time (for_each_chunked).
 // The tile's accumulators are staged in shared memory ([kTileM][kTileStride])
 // and every thread has passed a barrier since. It finishes the share of the
 // tile of kShareRows rows from first_row and kShareCols columns from
@@ -28,16 +75,16 @@ __device__ __forceinline__ void finish_staged_tile(const FusegenArgs& args, floa
   // past it the staged accumulators stay, feeding only groups and rows
   // outside the problem, whose results are never stored).
   const int extent = kEpilogueAlongM ? valid_cols * kTileM : (last_row - first_row) * kShareCols;
-#pragma unroll 1
-  for (int index = threadIdx.x; index < extent; index += kThreads) {
-    const int r = kEpilogueAlongM ? index % kTileM : first_row + index / kShareCols;
-    const int c = kEpilogueAlongM ? index / kTileM : first_col + index % kShareCols;
-    float* value = tile + r * kTileStride + c; // kTileStride is odd: no bank conflicts either way
-    const bool valid = r < valid_rows && c < valid_cols;
-    const float v = valid ? epilogue(args, batch, m0 + r, n0 + c, *value) : 0.0f;
-    if (staged)
-      *value = v;
-  }
+  walk_share<EpilogueStores, kShareCols>(
+      extent, first_row, first_col, last_row, valid_cols,
+      [&](int r, int c, float value, EpilogueStores& stores) {
+        return epilogue(args, batch, m0 + r, n0 + c, value, stores);
+      },
+      [&](int r, int c, bool inside, bool valid, float v) {
+        if (staged && inside)
+          tile[r * kTileStride + c] = valid ? v : 0.0f;
+      },
+      tile);
   if (!staged)
     return;
   __syncthreads();
@@ -47,17 +94,17 @@ __device__ __forceinline__ void finish_staged_tile(const FusegenArgs& args, floa
   }
   normalize_tile(smem, first_row, end_row);
   __syncthreads();
-#pragma unroll 1
-  for (int index = threadIdx.x; index < kShareRows * kShareCols; index += kThreads) {
-    const int r = kEpilogueAlongM ? index % kTileM : first_row + index / kShareCols;
-    const int c = kEpilogueAlongM ? index / kTileM : first_col + index % kShareCols;
-    if (r < last_row && c < valid_cols) {
-      float* value = tile + r * kTileStride + c;
-      const float y = norm_apply(args, batch, m0 + r, n0 + c, *value);
-      if (kRowReduce != 0)
-        *value = y;
-    }
-  }
+  if (first_row < last_row) // else the stand-in is outside
+    walk_share<NormStores, kShareCols>(
+        kShareRows * kShareCols, first_row, first_col, last_row, valid_cols,
+        [&](int r, int c, float value, NormStores& stores) {
+          return norm_apply(args, batch, m0 + r, n0 + c, value, stores);
+        },
+        [&](int r, int c, bool, bool valid, float y) {
+          if (kRowReduce != 0 && valid)
+            tile[r * kTileStride + c] = y;
+        },
+        tile);
   if (kRowReduce != 0) {
     __syncthreads();
     reduce_tile_rows(args, smem, batch, m0, n0, first_row, last_row, valid_cols);

@@ -119,13 +119,24 @@
 //   "shared_floats" constexpr int kDynamicSharedFloats  the launch's dynamic
 //                                  shared memory in floats: at least
 //                                  gemm_layout::shared_floats() (gemm/geometry.h)
-//   "epilogue"      float epilogue(args, batch, m, n, acc)  stage 0 for a valid
-//                                  element: stores its values, returns the value
-//                                  the next stage (norm or statistics) reads
-//   "norm_apply"    float norm_apply(args, batch, m, n, normalized)  stage 1 for
-//                                  a valid element given (x - mean) * rstd:
-//                                  affine params, pointwise ops, stores; returns
-//                                  the value the row reduction reads
+//   "epilogue_stores" constexpr int kEpilogueStores  values epilogue() stores
+//                                  per element
+//   "epilogue"      float epilogue(args, batch, m, n, acc, stores)  stage 0 for
+//                                  a valid element: puts each value it stores,
+//                                  with its address, in stores (the template
+//                                  writes them after running the hook on more
+//                                  elements, so that their loads are not queued
+//                                  behind these stores: helpers.cu
+//                                  FusegenStores); returns the value the next
+//                                  stage (norm or statistics) reads. No other
+//                                  effects: the template also calls it on a
+//                                  stand-in element and drops those stores
+//   "norm_stores"   constexpr int kNormStores  values norm_apply() stores per element
+//   "norm_apply"    float norm_apply(args, batch, m, n, normalized, stores)
+//                                  stage 1 for a valid element given (x - mean)
+//                                  * rstd: affine params, pointwise ops, its
+//                                  stores deferred as epilogue()'s; returns the
+//                                  value the row reduction reads
 //   "stats_slot"    float* stats_slot(args, batch, row_tile, n)  the (count, mean,
 //                                  M2) triple of the statistics group whose
 //                                  first column is n, for the epilogue tile
@@ -259,20 +270,30 @@ FUSEGEN_HOOK("raster_rows") constexpr int kRasterRows = 16;
 
 FUSEGEN_HOOK("wait_late") constexpr bool kWaitLate = false;
 
+FUSEGEN_HOOK("epilogue_stores") constexpr int kEpilogueStores = 1;
+
+struct EpilogueStores : FusegenStores<kEpilogueStores> {};
+
 FUSEGEN_HOOK("epilogue")
-__device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n,
-                                          float acc) {
-  args.buf[2][(batch * args.dim[0] + m) * args.dim[1] + n] = acc;
+__device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n, float acc,
+                                          EpilogueStores& stores) {
+  stores.at[0] = args.buf[2] + (batch * args.dim[0] + m) * args.dim[1] + n;
+  stores.value[0] = acc;
   return acc;
 }
 
+FUSEGEN_HOOK("norm_stores") constexpr int kNormStores = 0;
+
+struct NormStores : FusegenStores<kNormStores> {};
+
 FUSEGEN_HOOK("norm_apply")
 __device__ __forceinline__ float norm_apply(const FusegenArgs& args, long long batch, long long m, long long n,
-                                            float normalized) {
+                                            float normalized, NormStores& stores) {
   (void)args;
   (void)batch;
   (void)m;
   (void)n;
+  (void)stores;
   return normalized;
 }
 

@@ -138,21 +138,27 @@ constexpr int kBlockBegin = 0;
 constexpr int kRasterRows = 16;
 // hook wait_late:
 constexpr bool kWaitLate = true;
+// hook epilogue_stores:
+constexpr int kEpilogueStores = 1;
 // hook epilogue:
-__device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n, float acc) {
+__device__ __forceinline__ float epilogue(const FusegenArgs& args, long long batch, long long m, long long n, float acc, EpilogueStores& stores) {
   (void)batch;
   const float v3 = acc + args.buf[2][n];
   const long long out = m * 32LL + n;
+  stores.at[0] = args.buf[3] + out;
   const float v4 = fusegen_relu(v3);
-  args.buf[3][out] = v4;
+  stores.value[0] = v4;
   return v3;
 }
+// hook norm_stores:
+constexpr int kNormStores = 0;
 // hook norm_apply:
-__device__ __forceinline__ float norm_apply(const FusegenArgs& args, long long batch, long long m, long long n, float normalized) {
+__device__ __forceinline__ float norm_apply(const FusegenArgs& args, long long batch, long long m, long long n, float normalized, NormStores& stores) {
   (void)args;
   (void)batch;
   (void)m;
   (void)n;
+  (void)stores;
   return normalized;
 }
 // hook stats_slot:

@@ -59,11 +59,16 @@ __device__ __forceinline__ void store_segment(const FusegenArgs& args, long long
   (void)segment;
   (void)value;
 }
+// hook element_stores:
+constexpr int kElementStores = 1;
+// hook defer_element_stores:
+constexpr bool kDeferElementStores = false;
 // hook store_element:
-__device__ __forceinline__ float store_element(const FusegenArgs& args, long long segment, long long i, float value) {
+__device__ __forceinline__ float store_element(const FusegenArgs& args, long long segment, long long i, float value, ElementStores& stores) {
   const long long index = segment * 100LL + i;
+  stores.at[0] = args.buf[1] + index;
   const float v6 = (value * 3.0f);
-  args.buf[1][index] = v6;
+  stores.value[0] = v6;
   return value;
 }
 // hook store_final:

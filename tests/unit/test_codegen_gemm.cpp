@@ -496,7 +496,9 @@ TEST(CodegenGemm, RowNormAndReductionHooks) {
   // One channel per group (variance 0) and a ragged 72-wide row: stores the norm.
   std::string single = kernel_text(code, "gn_single_k0");
   EXPECT_TRUE(contains(single, "constexpr int kNormGroup = 1;"));
-  EXPECT_TRUE(contains(single, "args.buf[2][out] = normalized;"));
+  EXPECT_TRUE(contains(single, "constexpr int kNormStores = 1;"));
+  EXPECT_TRUE(contains(single, "stores.at[0] = args.buf[2] + out;"));
+  EXPECT_TRUE(contains(single, "stores.value[0] = normalized;"));
 }
 
 // ---- partial statistics ----
@@ -539,7 +541,9 @@ TEST(CodegenGemm, StatisticsHooks) {
   std::string bn = kernel_text(code, "bn_k0");
   EXPECT_TRUE(contains(bn, "constexpr int kStatsGroup = 1;"));
   EXPECT_TRUE(contains(bn, "return args.buf[8] + (row_tile * 72LL + n) * 3;"));
-  EXPECT_TRUE(contains(bn, "args.buf[7][out] = v7;"));
+  EXPECT_TRUE(contains(bn, "constexpr int kEpilogueStores = 1;"));
+  EXPECT_TRUE(contains(bn, "stores.at[0] = args.buf[7] + out;"));
+  EXPECT_TRUE(contains(bn, "stores.value[0] = v7;"));
   EXPECT_TRUE(contains(bn, "return v7;"));
   // group_norm after a grouped conv: 4 channels per group; (sample, group,
   // row tile of 195 positions = 4 tiles) triples; channel from (conv group, n).

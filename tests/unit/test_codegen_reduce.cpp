@@ -264,9 +264,21 @@ TEST(CodegenReduce, RowNormalizationsEveryOp) {
     EXPECT_TRUE(contains(kernel_text(code, "n_gn_k0"), "const long long channel = (segment % 8LL) * 8LL + i / 256LL;"));
     // group_norm stores the normalized tensor and the scaled one.
     std::string gn = kernel_text(code, "n_gn_k0");
-    EXPECT_TRUE(contains(gn, "args.buf[4][index] = y;"));
-    EXPECT_TRUE(contains(gn, "args.buf[5][index] = "));
+    EXPECT_TRUE(contains(gn, "constexpr int kElementStores = 2;"));
+    EXPECT_TRUE(contains(gn, "stores.at[0] = args.buf[4] + index;"));
+    EXPECT_TRUE(contains(gn, "stores.value[0] = y;"));
+    EXPECT_TRUE(contains(gn, "stores.at[1] = args.buf[5] + index;"));
   }
+}
+
+// The write pass defers its stores behind a chunk's loads only where its
+// hook loads something: affine params or a pointwise operand in memory.
+TEST(CodegenReduce, WritePassDefersStoresOnlyBehindLoads) {
+  GeneratedCode code = generate(plans_of(kRowNormalizations));
+  EXPECT_TRUE(contains(kernel_text(code, "n_ln_affine_k0"), "constexpr bool kDeferElementStores = true;"));
+  EXPECT_TRUE(contains(kernel_text(code, "n_in_k0"), "constexpr bool kDeferElementStores = true;"));
+  EXPECT_TRUE(contains(kernel_text(code, "n_softmax_k0"), "constexpr bool kDeferElementStores = false;"));
+  EXPECT_TRUE(contains(kernel_text(code, "n_log_softmax_long_k0"), "constexpr bool kDeferElementStores = false;"));
 }
 
 TEST(CodegenReduce, ShortRowsShareABlockAndCacheInSharedMemory) {

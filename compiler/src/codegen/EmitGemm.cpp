@@ -389,7 +389,7 @@ KernelSource emit_narrow_gemm(const EmitContext& ctx, const GemmMapping& g, cons
   hooks["stats_rows"] = constant_hook("kStatsRows", kTile);
   hooks["a_split"] = bool_hook("kASplit", g.a_depth_table > 0);
   for (const char* name : {"rows", "batches", "a_offset", "b_offset", "a_address", "b_address", "a_row",
-                           "a_depth_offset", "epilogue", "stats_slot"})
+                           "a_depth_offset", "epilogue_stores", "epilogue", "stats_slot"})
     hooks[name] = shared_hooks.at(name);
   hooks["entry"] = entry_hook(ctx, "kThreads", "narrow_gemm_main(args);");
   source.launch.grid = {ctx.constant(1), grid_stride_blocks(ctx, g.launch_rows, kNarrowThreads, kMaxGridYZ),
@@ -433,8 +433,10 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   Params value_params = element("batch", "m", "n");
   Params epilogue_params = value_params;
   epilogue_params.list.push_back({"float", "acc"});
+  epilogue_params.list.push_back({"EpilogueStores&", "stores"});
   Params norm_params = value_params;
   norm_params.list.push_back({"float", "normalized"});
+  norm_params.list.push_back({"NormStores&", "stores"});
 
   // Hooks both templates declare alike.
   std::map<std::string, std::string> shared_hooks;
@@ -450,6 +452,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
                                g.a_depth_table > 0 ? g.a_row : returns("nullptr"));
   shared_hooks["a_depth_offset"] =
       hook("int", "a_depth_offset", batch_args_k, g.a_depth_table > 0 ? g.a_depth_offset : returns("0"));
+  shared_hooks["epilogue_stores"] = constant_hook("kEpilogueStores", epilogue_stores(ctx));
   shared_hooks["epilogue"] = hook("float", "epilogue", epilogue_params, epilogue_body(ctx, g, s));
   shared_hooks["stats_slot"] =
       hook("float*", "stats_slot", element("batch", "row_tile", "n"), stats_slot_body(ctx, g, s));
@@ -526,6 +529,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["stats_group"] = constant_hook("kStatsGroup", s.stats_group);
   hooks["row_reduce"] = constant_hook("kRowReduce", static_cast<int>(s.row_reduce));
   hooks["row_reduce_parts"] = bool_hook("kRowReduceParts", ctx.step().row_reduce_parts > 0);
+  hooks["norm_stores"] = constant_hook("kNormStores", norm_stores(ctx, s));
   hooks["norm_apply"] = hook("float", "norm_apply", norm_params, norm_apply_body(ctx, s));
   Params row_params = batch_args;
   row_params.list.push_back({"long long", "m"});

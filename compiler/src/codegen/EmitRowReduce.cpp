@@ -239,7 +239,8 @@ Result<RowShape> analyze(const EmitContext& ctx) {
 // ---- hook bodies ----
 
 const char* kLoadParams = "const FusegenArgs& args, long long segment, long long i";
-const char* kElementParams = "const FusegenArgs& args, long long segment, long long i, float value";
+const char* kElementParams =
+    "const FusegenArgs& args, long long segment, long long i, float value, ElementStores& stores";
 
 std::string element_index(const RowShape& row) { return "const long long index = segment * " + row.length + " + i;"; }
 
@@ -255,13 +256,33 @@ std::vector<std::string> load_body(const EmitContext& ctx, const RowShape& row) 
   return body.finish({"args", "segment", "i"});
 }
 
+// Every materialized value computed in `stage`.
+std::vector<std::pair<ValueId, BufferId>> stage_stores(const EmitContext& ctx, const Stage& stage) {
+  std::set<ValueId> computed = results_of(ctx.fusion(), stage_nodes(stage));
+  std::vector<std::pair<ValueId, BufferId>> out;
+  for (const auto& stored : stored_values(ctx))
+    if (computed.count(stored.first))
+      out.push_back(stored);
+  return out;
+}
+
 // Stores every materialized value computed in `stage` at flat index `index`.
 void store_stage(const EmitContext& ctx, const Stage& stage, const std::string& index, PointwiseEmitter& pointwise,
                  Body& body) {
-  std::set<ValueId> computed = results_of(ctx.fusion(), stage_nodes(stage));
-  for (const auto& [value, buffer] : stored_values(ctx))
-    if (computed.count(value))
-      body.lines().push_back(ctx.buffer(buffer) + "[" + index + "] = " + pointwise.value(value) + ";");
+  for (const auto& [value, buffer] : stage_stores(ctx, stage))
+    body.lines().push_back(ctx.buffer(buffer) + "[" + index + "] = " + pointwise.value(value) + ";");
+}
+
+// The same, put in the hook's `stores` (helpers.cu FusegenStores; the
+// template writes them).
+void defer_stage_stores(const EmitContext& ctx, const Stage& stage, const std::string& index,
+                        PointwiseEmitter& pointwise, Body& body) {
+  const auto stores = stage_stores(ctx, stage);
+  for (size_t i = 0; i < stores.size(); ++i) {
+    const std::string slot = std::to_string(i);
+    body.lines().push_back("stores.at[" + slot + "] = " + ctx.buffer(stores[i].second) + " + " + index + ";");
+    body.lines().push_back("stores.value[" + slot + "] = " + pointwise.value(stores[i].first) + ";");
+  }
 }
 
 // One result of the anchor reduction: epilogue and stores at the segment's output element.
@@ -315,10 +336,26 @@ Result<std::string> affine(const EmitContext& ctx, const RowShape& row, Body& bo
   return result;
 }
 
+// True if store_element reads memory: the norm's affine params, or an
+// operand of the ops after the anchor that is in memory. Only then do its
+// stores wait for a chunk's loads (row_reduce.cu "defer_element_stores").
+bool element_reads_memory(const EmitContext& ctx, const RowShape& row) {
+  const Stage& stage = ctx.step().stages[0];
+  for (size_t slot = 1; slot < row.anchor->operands.size(); ++slot)
+    if (row.anchor->operands[slot] != kNoId && ctx.is_materialized(row.anchor->operands[slot]))
+      return true;
+  const std::set<ValueId> computed = results_of(ctx.fusion(), stage_nodes(stage));
+  for (NodeId id : stage.pointwise)
+    for (ValueId operand : ctx.fusion().node(id).operands)
+      if (operand != kNoId && !computed.count(operand) && ctx.is_materialized(operand))
+        return true;
+  return false;
+}
+
 // One normalized element: affine params, epilogue, stores; returns what the
 // final reduction folds.
 Result<std::vector<std::string>> store_element_body(const EmitContext& ctx, const RowShape& row) {
-  const std::vector<std::string> params = {"args", "segment", "i", "value"};
+  const std::vector<std::string> params = {"args", "segment", "i", "value", "stores"};
   Body body;
   if (is_reduction(*row.anchor)) {
     body.lines().push_back("return value;");
@@ -339,7 +376,7 @@ Result<std::vector<std::string>> store_element_body(const EmitContext& ctx, cons
   PointwiseEmitter pointwise(ctx, body.lines(), row.input, coord_names(row.input.size()));
   bind_domain_loads(ctx, row.input, "index", body, pointwise);
   pointwise.bind(row.anchor->result, result);
-  store_stage(ctx, ctx.step().stages[0], "index", pointwise, body);
+  defer_stage_stores(ctx, ctx.step().stages[0], "index", pointwise, body);
   std::string folded = row.final_op ? pointwise.value(row.final_op->operands[0]) : "value";
   body.lines().push_back("return " + folded + ";");
   return body.finish(params);
@@ -393,6 +430,11 @@ Result<KernelSource> emit_row_reduce(const EmitContext& ctx) {
   source.hooks["load"] = function_hook("float", "load", kLoadParams, load_body(ctx, row));
   source.hooks["store_segment"] = function_hook(
       "void", "store_segment", "const FusegenArgs& args, long long segment, float value", store_segment_body(ctx, row));
+  const int element_stores =
+      is_reduction(*row.anchor) ? 0 : static_cast<int>(stage_stores(ctx, ctx.step().stages[0]).size());
+  source.hooks["element_stores"] = constant_hook("kElementStores", element_stores);
+  source.hooks["defer_element_stores"] =
+      bool_hook("kDeferElementStores", element_stores > 0 && element_reads_memory(ctx, row));
   source.hooks["store_element"] = function_hook("float", "store_element", kElementParams, element.value());
   source.hooks["store_final"] = function_hook(
       "void", "store_final", "const FusegenArgs& args, long long item, float value", store_final_body(ctx, row));

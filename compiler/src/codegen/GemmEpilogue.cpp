@@ -32,17 +32,27 @@ size_t stage_of(const KernelStep& step, const Fusion& fusion, ValueId value) {
   return step.stages.size();
 }
 
-// Stores every materialized value of `stage` at the element's output offset.
+// Every materialized value of `stage`, stored at the element's output offset.
+std::vector<std::pair<ValueId, BufferId>> stage_stores(const EmitContext& ctx, size_t stage) {
+  std::vector<std::pair<ValueId, BufferId>> out;
+  for (const auto& stored : stored_values(ctx))
+    if (stage_of(ctx.step(), ctx.fusion(), stored.first) == stage)
+      out.push_back(stored);
+  return out;
+}
+
+// Puts each store of `stage` in the hook's `stores` (helpers.cu
+// FusegenStores: the template writes them after the loads of its next
+// elements).
 void store_stage(const EmitContext& ctx, size_t stage, const Shape& domain, const std::vector<std::string>& coords,
                  PointwiseEmitter& pointwise, std::vector<std::string>& body) {
-  bool first = true;
-  for (const auto& [value, buffer] : stored_values(ctx)) {
-    if (stage_of(ctx.step(), ctx.fusion(), value) != stage)
-      continue;
-    if (first)
-      body.push_back("const long long out = " + broadcast_offset(ctx, domain, coords) + ";");
-    first = false;
-    body.push_back(ctx.buffer(buffer) + "[out] = " + pointwise.value(value) + ";");
+  const auto stores = stage_stores(ctx, stage);
+  if (!stores.empty())
+    body.push_back("const long long out = " + broadcast_offset(ctx, domain, coords) + ";");
+  for (size_t i = 0; i < stores.size(); ++i) {
+    const std::string slot = std::to_string(i);
+    body.push_back("stores.at[" + slot + "] = " + ctx.buffer(stores[i].second) + " + out;");
+    body.push_back("stores.value[" + slot + "] = " + pointwise.value(stores[i].first) + ";");
   }
 }
 
@@ -225,5 +235,11 @@ std::vector<std::string> reduce_slot_body(const EmitContext& ctx, const Stages& 
 }
 
 std::vector<std::string> returns(const std::string& expr) { return {"return " + expr + ";"}; }
+
+int epilogue_stores(const EmitContext& ctx) { return static_cast<int>(stage_stores(ctx, 0).size()); }
+
+int norm_stores(const EmitContext& ctx, const Stages& s) {
+  return s.norm ? static_cast<int>(stage_stores(ctx, 1).size()) : 0;
+}
 
 } // namespace fusegen::codegen

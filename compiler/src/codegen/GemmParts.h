@@ -111,6 +111,10 @@ std::vector<std::string> stats_slot_body(const EmitContext& ctx, const GemmMappi
 Result<std::vector<std::string>> column_stats_body(const EmitContext& ctx, const Stages& s);
 std::vector<std::string> reduce_slot_body(const EmitContext& ctx, const Stages& s);
 std::vector<std::string> returns(const std::string& expr);
+// Values the "epilogue" / "norm_apply" hooks store per element (their
+// FusegenStores' size: "epilogue_stores", "norm_stores").
+int epilogue_stores(const EmitContext& ctx);
+int norm_stores(const EmitContext& ctx, const Stages& s);
 
 // ---- few rows: templates/skinny_gemm.cu (SkinnyGemm.cpp) ----
 

@@ -85,8 +85,8 @@ KernelSource emit_skinny_gemm(const EmitContext& ctx, const GemmMapping& g, cons
   hooks["block_cols"] = constant_hook("kCols", shape.cols);
   hooks["vector"] = constant_hook("kVector", shape.vector);
   hooks["b_along_k"] = bool_hook("kBAlongK", shape.b_along_k);
-  for (const char* name :
-       {"rows", "batches", "cols", "depth", "a_offset", "b_offset", "a_address", "b_address", "epilogue"})
+  for (const char* name : {"rows", "batches", "cols", "depth", "a_offset", "b_offset", "a_address", "b_address",
+                           "epilogue_stores", "epilogue"})
     hooks[name] = shared_hooks.at(name);
   hooks["entry"] = entry_hook(ctx, "kWarps * 32", "skinny_gemm_main(args);");
   const int64_t block_cols = shape.b_along_k ? shape.cols : 32 * shape.vector;

@@ -21,7 +21,9 @@ inline constexpr HookSpec kNarrowGemmHooks[] = {
      "const float *(const FusegenArgs &, long long, long long, long long)"},
     {"a_row", HookKind::Function, "a_row", "const float *(const FusegenArgs &, long long, long long)"},
     {"a_depth_offset", HookKind::Function, "a_depth_offset", "int (const FusegenArgs &, long long)"},
-    {"epilogue", HookKind::Function, "epilogue", "float (const FusegenArgs &, long long, long long, long long, float)"},
+    {"epilogue_stores", HookKind::Constant, "kEpilogueStores", "const int"},
+    {"epilogue", HookKind::Function, "epilogue",
+     "float (const FusegenArgs &, long long, long long, long long, float, EpilogueStores &)"},
     {"stats_slot", HookKind::Function, "stats_slot", "float *(const FusegenArgs &, long long, long long, long long)"},
     {"entry", HookKind::Function, "fusegen_narrow_gemm", "void (FusegenArgs)"},
 };

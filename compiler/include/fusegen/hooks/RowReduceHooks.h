@@ -16,7 +16,10 @@ inline constexpr HookSpec kRowReduceHooks[] = {
     {"segment_length", HookKind::Function, "segment_length", "long long (const FusegenArgs &)"},
     {"load", HookKind::Function, "load", "float (const FusegenArgs &, long long, long long)"},
     {"store_segment", HookKind::Function, "store_segment", "void (const FusegenArgs &, long long, float)"},
-    {"store_element", HookKind::Function, "store_element", "float (const FusegenArgs &, long long, long long, float)"},
+    {"element_stores", HookKind::Constant, "kElementStores", "const int"},
+    {"defer_element_stores", HookKind::Constant, "kDeferElementStores", "const bool"},
+    {"store_element", HookKind::Function, "store_element",
+     "float (const FusegenArgs &, long long, long long, float, ElementStores &)"},
     {"store_final", HookKind::Function, "store_final", "void (const FusegenArgs &, long long, float)"},
     {"entry", HookKind::Function, "fusegen_row_reduce", "void (FusegenArgs)"},
 };

@@ -20,7 +20,9 @@ inline constexpr HookSpec kSkinnyGemmHooks[] = {
      "const float *(const FusegenArgs &, long long, long long, long long)"},
     {"b_address", HookKind::Function, "b_address",
      "const float *(const FusegenArgs &, long long, long long, long long)"},
-    {"epilogue", HookKind::Function, "epilogue", "float (const FusegenArgs &, long long, long long, long long, float)"},
+    {"epilogue_stores", HookKind::Constant, "kEpilogueStores", "const int"},
+    {"epilogue", HookKind::Function, "epilogue",
+     "float (const FusegenArgs &, long long, long long, long long, float, EpilogueStores &)"},
     {"entry", HookKind::Function, "fusegen_skinny_gemm", "void (FusegenArgs)"},
 };
 
