@@ -282,5 +282,47 @@ TEST(CodegenGemm, WeightSplitOncePerCallForManyRows) {
   EXPECT_EQ(plans_of(spec, {{"N", 8191}}).at(0).kernels.at(0).b_split, kNoId);
 }
 
+// A strict convolution over many output positions splits its weight's dense
+// channels-last copy once per call; B's small parts mirror the copy, so they
+// are read where b_address reads (groups: each group's slice).
+TEST(CodegenGemm, ConvolutionSplitsItsDenseWeightCopyOncePerCall) {
+  const std::string spec = R"(
+fusion conv {
+  input x : f32[N, 64, 34, 34]
+  param w : f32[128, 32, 3, 3]
+  param b : f32[128]
+  output y = relu(conv2d(x, w, b, groups=2))
+}
+)";
+  std::vector<Plan> plans = plans_of(spec, {{"N", 16}}); // 16384 output positions: 128-row blocks
+  const KernelStep& step = plans.at(0).kernels.at(0);
+  ASSERT_NE(step.b_layout, kNoId);
+  ASSERT_NE(step.b_split, kNoId);
+  EXPECT_EQ(plans.at(0).buffer(step.b_split).name, "tf32_small_channels_last_w");
+  GeneratedCode code = generate(plans);
+  const std::string layout = "args.buf[" + std::to_string(step.b_layout) + "]";
+  const std::string small = "args.buf[" + std::to_string(step.b_split) + "]";
+  EXPECT_TRUE(
+      contains(kernel_text(code, "conv_k0_split_b"), small + "[index] = fusegen_tf32_rest(" + layout + "[index]);"));
+  const std::string text = kernel_text(code, "conv_k0");
+  EXPECT_EQ(constant_of(text, "kBSplit"), "true");
+  EXPECT_TRUE(contains(text, "return " + small + " + (b_address(args, b_base, k, n) - " + layout + ");")) << text;
+  // The weight's copy is written before it is split.
+  const std::vector<KernelLaunch>& launches = code.fusions.at(0).kernels;
+  auto position = [&](const std::string& name) {
+    for (size_t i = 0; i < launches.size(); ++i)
+      if (launches[i].name == "fusegen_" + name)
+        return static_cast<int>(i);
+    return -1;
+  };
+  EXPECT_GE(position("conv_k0_weight_channels_last"), 0);
+  EXPECT_LT(position("conv_k0_weight_channels_last"), position("conv_k0_split_b"));
+  EXPECT_LT(position("conv_k0_split_b"), position("conv_k0"));
+  expect_compiles(gemm_source(code), "conv_b_split", false);
+  // Fewer output positions, tf32, or FP16x3 products: split in the loop.
+  EXPECT_EQ(plans_of(spec, {{"N", 7}}).at(0).kernels.at(0).b_split, kNoId);
+  EXPECT_EQ(constant_of(kernel_text(generate(plans, Precision::TF32), "conv_k0"), "kBSplit"), "false");
+}
+
 } // namespace
 } // namespace fusegen

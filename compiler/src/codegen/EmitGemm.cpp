@@ -230,10 +230,34 @@ bool waits_late(const EmitContext& ctx, const GemmVariant& v) {
 // split into tf32 parts by a pass before the GEMM, and the GEMM copies the
 // small parts per slice beside B instead of splitting B in shared memory in
 // every block (templates/gemm.cu "b_split"; bench/NOTES.md v21).
+// A convolution whose B is its weight's dense copy (KernelStep::b_layout)
+// splits that copy the same way, for 3xTF32 only (FP16x3 on convolutions
+// keeps its in-loop split).
 bool splits_b_once(const EmitContext& ctx, const GemmVariant& v) {
+  const ContractionForm form = plan::traits_of(ctx.fusion().node(ctx.step().anchor())).contraction;
+  const bool fp16x3 = ctx.options().strict_product.value_or(StrictProduct::ThreeTF32) == StrictProduct::FP16x3;
+  const bool dense_b = form == ContractionForm::RowsTimesWeight ||
+                       (form == ContractionForm::Convolution && ctx.step().b_layout != kNoId && !fp16x3);
   return ctx.step().b_split != kNoId && ctx.target().wgmma && v.inner_product == 1 && v.async && v.block_m == 128 &&
-         v.tile_k == kTensorCoreTileK &&
-         plan::traits_of(ctx.fusion().node(ctx.step().anchor())).contraction == ContractionForm::RowsTimesWeight;
+         v.tile_k == kTensorCoreTileK && dense_b;
+}
+
+// The buffer B is read from where it is split once per call: a linear's
+// weight, or a convolution's dense copy of it.
+BufferId split_b_source(const EmitContext& ctx) {
+  if (ctx.step().b_layout != kNoId)
+    return ctx.step().b_layout;
+  return ctx.plan().buffer_of(operand(ctx.fusion().node(ctx.step().anchor()), "weight"));
+}
+
+// Where B's small parts are: they mirror B's buffer element for element, so
+// a convolution's (any layout: groups, transposed phases) are read where
+// b_address reads, in the other buffer.
+std::vector<std::string> small_b_address(const EmitContext& ctx, const GemmMapping& g) {
+  const std::string split = ctx.buffer(ctx.step().b_split);
+  if (ctx.step().b_layout != kNoId)
+    return returns(split + " + (b_address(args, b_base, k, n) - " + ctx.buffer(ctx.step().b_layout) + ")");
+  return returns(split + " + n * " + g.depth + " + k"); // a linear's weight [N, K]
 }
 
 // Strict products as FP16x3 (templates/gemm/mainloop_fp16x3.cuh) where the
@@ -273,19 +297,19 @@ void fp16x3_split_hooks(KernelSource& pass, const std::string& from, const std::
                      "*reinterpret_cast<uint2*>(h + 32) = make_uint2(lo01, lo23);"});
 }
 
-// The pass before the GEMM, on templates/elementwise.cu. 3xTF32: the
-// weight's small parts, x - trunc_tf32(x) rounded to tf32
-// (fusegen_tf32_rest, as the in-loop split computes them). FP16x3: its hi
-// and lo halves (fp16x3_split_hooks).
-KernelSource b_split_pass(const EmitContext& ctx, ValueId weight, const GemmVariant& v) {
-  const std::string from = ctx.value_buffer(weight), to = ctx.buffer(ctx.step().b_split);
-  const Shape& shape = shape_of(ctx, weight);
+// The pass before the GEMM, on templates/elementwise.cu, over B's buffer
+// (the weight, or a convolution's dense copy of it). 3xTF32: its small
+// parts, x - trunc_tf32(x) rounded to tf32 (fusegen_tf32_rest, as the
+// in-loop split computes them). FP16x3: its hi and lo halves
+// (fp16x3_split_hooks).
+KernelSource b_split_pass(const EmitContext& ctx, BufferId b, const GemmVariant& v) {
+  const std::string from = ctx.buffer(b), to = ctx.buffer(ctx.step().b_split);
+  const Shape& shape = ctx.plan().buffer(b).shape;
   KernelSource pass;
   pass.template_file = "elementwise.cu";
   pass.launch.kind = KernelKind::Elementwise;
   pass.name_suffix = "_split_b";
-  const std::string weight_name = ctx.plan().buffer(ctx.plan().buffer_of(weight)).name,
-                    split_name = ctx.plan().buffer(ctx.step().b_split).name;
+  const std::string weight_name = ctx.plan().buffer(b).name, split_name = ctx.plan().buffer(ctx.step().b_split).name;
   pass.note = v.inner_product == 3 ? "splits " + weight_name + " into fp16 hi and lo halves for " + ctx.kernel_name() +
                                          "'s FP16x3 products (into " + split_name + ")"
                                    : "splits " + weight_name + " into tf32 parts for " + ctx.kernel_name() +
@@ -497,11 +521,10 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   const bool rastered = ctx.target().rastered_gemm_blocks && variant.inner_product != 0 && variant.split_k == 1;
   hooks["raster_rows"] = constant_hook("kRasterRows", rastered ? kRasterRowBlocks : 0);
   hooks["b_split"] = bool_hook("kBSplit", variant.b_split);
-  hooks["b_small_address"] = hook(
-      "const float*", "b_small_address", element("b_base", "k", "n"),
-      variant.b_split ? returns(ctx.buffer(ctx.step().b_split) + " + n * " + g.depth + " + k") : returns("nullptr"));
+  hooks["b_small_address"] = hook("const float*", "b_small_address", element("b_base", "k", "n"),
+                                  variant.b_split ? small_b_address(ctx, g) : returns("nullptr"));
   if (variant.b_split) {
-    source.leaders.push_back(b_split_pass(ctx, operand(ctx.fusion().node(ctx.step().anchor()), "weight"), variant));
+    source.leaders.push_back(b_split_pass(ctx, split_b_source(ctx), variant));
     source.scratch_used.push_back(ctx.step().b_split);
   }
   hooks["a_depth_table"] = constant_hook("kADepthTable", static_cast<int>(g.a_depth_table));

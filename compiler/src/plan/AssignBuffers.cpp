@@ -306,6 +306,37 @@ void assign_buffers(Plan& plan) {
     add_unique(step.writes, step.b_layout);
     add_unique(step.reads, step.b_layout);
   }
+  // A strict convolution over many output positions whose weight is read
+  // from its dense copy (above) splits that copy into tf32 parts once per
+  // call, as a linear does (bench/NOTES.md v52).
+  for (KernelStep& step : plan.kernels) {
+    if (step.kind != KernelKind::Gemm || fusion.precision != Precision::Strict || step.b_layout == kNoId ||
+        step.b_split != kNoId)
+      continue;
+    const Node& conv = fusion.node(step.anchor());
+    const Shape& out = fusion.value(conv.result).type.shape;
+    const size_t channel = out.size() - static_cast<size_t>(traits_of(conv).spatial_dims) - 1;
+    int64_t rows = 1; // output positions, or -1; saturates instead of overflowing
+    for (size_t d = 0; d < out.size() && rows >= 0; ++d)
+      if (d != channel)
+        rows = !out[d].is_constant() ? -1
+               : out[d].value() > 0 && rows > std::numeric_limits<int64_t>::max() / out[d].value()
+                   ? std::numeric_limits<int64_t>::max()
+                   : rows * out[d].value();
+    if (rows < kSplitWeightMinRows)
+      continue;
+    const std::string layout = plan.buffers[step.b_layout].name;
+    PlanBuffer scratch{"tf32_small_" + layout,
+                       PlanBuffer::Role::Scratch,
+                       kNoId,
+                       plan.buffers[step.b_layout].shape,
+                       {},
+                       "tf32 small parts of " + layout + ", split once per call where the GEMM runs on wgmma (sm_90)",
+                       PlanBuffer::Combine::None};
+    step.b_split = add_buffer(plan, scratch);
+    add_unique(step.writes, step.b_split);
+    add_unique(step.reads, step.b_split);
+  }
   for (KernelStep& step : plan.kernels) {
     std::sort(step.reads.begin(), step.reads.end());
     std::sort(step.writes.begin(), step.writes.end());
