@@ -273,18 +273,6 @@ void store_stage(const EmitContext& ctx, const Stage& stage, const std::string& 
     body.lines().push_back(ctx.buffer(buffer) + "[" + index + "] = " + pointwise.value(value) + ";");
 }
 
-// The same, put in the hook's `stores` (helpers.cu FusegenStores; the
-// template writes them).
-void defer_stage_stores(const EmitContext& ctx, const Stage& stage, const std::string& index,
-                        PointwiseEmitter& pointwise, Body& body) {
-  const auto stores = stage_stores(ctx, stage);
-  for (size_t i = 0; i < stores.size(); ++i) {
-    const std::string slot = std::to_string(i);
-    body.lines().push_back("stores.at[" + slot + "] = " + ctx.buffer(stores[i].second) + " + " + index + ";");
-    body.lines().push_back("stores.value[" + slot + "] = " + pointwise.value(stores[i].first) + ";");
-  }
-}
-
 // One result of the anchor reduction: epilogue and stores at the segment's output element.
 std::vector<std::string> store_segment_body(const EmitContext& ctx, const RowShape& row) {
   const std::vector<std::string> params = {"args", "segment", "value"};
@@ -376,7 +364,7 @@ Result<std::vector<std::string>> store_element_body(const EmitContext& ctx, cons
   PointwiseEmitter pointwise(ctx, body.lines(), row.input, coord_names(row.input.size()));
   bind_domain_loads(ctx, row.input, "index", body, pointwise);
   pointwise.bind(row.anchor->result, result);
-  defer_stage_stores(ctx, ctx.step().stages[0], "index", pointwise, body);
+  defer_stores(ctx, stage_stores(ctx, ctx.step().stages[0]), "index", pointwise, body.lines());
   std::string folded = row.final_op ? pointwise.value(row.final_op->operands[0]) : "value";
   body.lines().push_back("return " + folded + ";");
   return body.finish(params);

@@ -49,11 +49,7 @@ void store_stage(const EmitContext& ctx, size_t stage, const Shape& domain, cons
   const auto stores = stage_stores(ctx, stage);
   if (!stores.empty())
     body.push_back("const long long out = " + broadcast_offset(ctx, domain, coords) + ";");
-  for (size_t i = 0; i < stores.size(); ++i) {
-    const std::string slot = std::to_string(i);
-    body.push_back("stores.at[" + slot + "] = " + ctx.buffer(stores[i].second) + " + out;");
-    body.push_back("stores.value[" + slot + "] = " + pointwise.value(stores[i].first) + ";");
-  }
+  defer_stores(ctx, stores, "out", pointwise, body);
 }
 
 } // namespace

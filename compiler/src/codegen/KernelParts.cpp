@@ -53,6 +53,15 @@ std::vector<std::pair<ValueId, BufferId>> stored_values(const EmitContext& ctx) 
   return result;
 }
 
+void defer_stores(const EmitContext& ctx, const std::vector<std::pair<ValueId, BufferId>>& stores,
+                  const std::string& offset, PointwiseEmitter& pointwise, std::vector<std::string>& lines) {
+  for (size_t i = 0; i < stores.size(); ++i) {
+    const std::string slot = std::to_string(i);
+    lines.push_back("stores.at[" + slot + "] = " + ctx.buffer(stores[i].second) + " + " + offset + ";");
+    lines.push_back("stores.value[" + slot + "] = " + pointwise.value(stores[i].first) + ";");
+  }
+}
+
 std::vector<ValueId> loaded_values(const EmitContext& ctx) {
   std::set<ValueId> computed;
   for (NodeId id : ctx.step().nodes())

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "codegen/EmitContext.h"
+#include "codegen/PointwiseEmitter.h"
 
 #include <string>
 #include <vector>
@@ -34,6 +35,11 @@ std::string entry_hook(const EmitContext& ctx, const std::string& launch_bounds,
                        GridWait wait = GridWait::First);
 // The values this kernel computes that live in memory: (value, buffer).
 std::vector<std::pair<ValueId, BufferId>> stored_values(const EmitContext& ctx);
+// Puts one element's `stores` (value, buffer), each at `offset` in its
+// buffer, in a hook's FusegenStores named `stores` (templates/helpers.cu):
+// the template writes them (the epilogue and store_element contracts).
+void defer_stores(const EmitContext& ctx, const std::vector<std::pair<ValueId, BufferId>>& stores,
+                  const std::string& offset, PointwiseEmitter& pointwise, std::vector<std::string>& lines);
 // Values this kernel reads from memory that it does not compute itself.
 std::vector<ValueId> loaded_values(const EmitContext& ctx);
 // Blocks for a grid-stride loop over `work` items, `per_block` items per

@@ -67,6 +67,19 @@ PlanBuffer finalized_buffer(const Plan& plan, const Node& norm) {
 // of their GEMM).
 constexpr int64_t kSplitWeightMinRows = 8192;
 
+// The product of shape's dims before `end` but `skip` (a GEMM's rows), or
+// -1 if one of them is symbolic; saturates instead of overflowing.
+int64_t known_rows(const Shape& shape, size_t end, size_t skip) {
+  int64_t rows = 1;
+  for (size_t d = 0; d < end && rows >= 0; ++d)
+    if (d != skip)
+      rows = !shape[d].is_constant() ? -1
+             : shape[d].value() > 0 && rows > std::numeric_limits<int64_t>::max() / shape[d].value()
+                 ? std::numeric_limits<int64_t>::max()
+                 : rows * shape[d].value();
+  return rows;
+}
+
 // The kernel that updates a node's state in place (batch_norm's running
 // stats) reads and writes it.
 void add_state_updates(KernelStep& step, const Node& node, const std::vector<BufferId>& value_buffer) {
@@ -228,12 +241,7 @@ void assign_buffers(Plan& plan) {
     if (traits_of(anchor).contraction != ContractionForm::RowsTimesWeight)
       continue; // the weight is one [N, K] matrix that every block row re-reads
     const Shape& x = fusion.value(anchor.operands[0]).type.shape;
-    int64_t rows = 1; // known rows, or -1; saturates instead of overflowing
-    for (size_t d = 0; d + 1 < x.size() && rows >= 0; ++d)
-      rows = !x[d].is_constant() ? -1
-             : x[d].value() > 0 && rows > std::numeric_limits<int64_t>::max() / x[d].value()
-                 ? std::numeric_limits<int64_t>::max()
-                 : rows * x[d].value();
+    const int64_t rows = x.empty() ? 1 : known_rows(x, x.size() - 1, x.size());
     ValueId weight = anchor.operands[static_cast<size_t>(op_of(anchor).tensor_slot("weight"))];
     BufferId source = value_buffer[weight];
     if (x.size() < 2 || rows < kSplitWeightMinRows || source == kNoId ||
@@ -316,14 +324,7 @@ void assign_buffers(Plan& plan) {
     const Node& conv = fusion.node(step.anchor());
     const Shape& out = fusion.value(conv.result).type.shape;
     const size_t channel = out.size() - static_cast<size_t>(traits_of(conv).spatial_dims) - 1;
-    int64_t rows = 1; // output positions, or -1; saturates instead of overflowing
-    for (size_t d = 0; d < out.size() && rows >= 0; ++d)
-      if (d != channel)
-        rows = !out[d].is_constant() ? -1
-               : out[d].value() > 0 && rows > std::numeric_limits<int64_t>::max() / out[d].value()
-                   ? std::numeric_limits<int64_t>::max()
-                   : rows * out[d].value();
-    if (rows < kSplitWeightMinRows)
+    if (known_rows(out, out.size(), channel) < kSplitWeightMinRows) // output positions
       continue;
     const std::string layout = plan.buffers[step.b_layout].name;
     PlanBuffer scratch{"tf32_small_" + layout,
