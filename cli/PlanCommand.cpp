@@ -27,7 +27,7 @@ void print_launches(const Plan& plan, std::optional<StrictProduct> strict_produc
               << ", " << size_text(launch.grid[2]) << "), block " << launch.block << ", dynamic shared "
               << launch.shared_bytes << " B";
     if (launch.cluster > 1)
-      std::cout << ", clusters of " << launch.cluster << " (split-K)";
+      std::cout << ", clusters of " << launch.cluster;
     for (const BufferFill& fill : launch.fills)
       std::cout << ", fills " << plan.buffer(fill.buffer).name << " with " << fill.value << " first";
     std::cout << " [" << launch.template_file << (launch.variant.empty() ? "" : ": " + launch.variant) << "]\n";

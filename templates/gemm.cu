@@ -165,7 +165,7 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
   extern __shared__ __align__(16) float fusegen_gemm_dynamic_smem[];
   float* smem = fusegen_gemm_dynamic_smem;
   if constexpr (kWgmma) // the 128-byte swizzle repeats every 1024 bytes
-    smem += (1024 - gemm_shared_address(smem) % 1024) % 1024 / 4;
+    smem += (1024 - fusegen_shared_address(smem) % 1024) % 1024 / 4;
   if constexpr (kSplitShares)
     start_split_push();
   fill_depth_table(args);
@@ -179,7 +179,7 @@ __device__ __forceinline__ void gemm_main(const FusegenArgs& args) {
   unsigned int pushes = 0; // shares this block pushed: its push barrier's phase
   gemm_blocks(args, smem, e, pushes);
   if constexpr (kSplitShares)
-    cluster_wait(); // for the last arrival: no rank signals this block's barrier any more
+    fusegen_cluster_wait(); // for the last arrival: no rank signals this block's barrier any more
 }
 
 extern "C" {

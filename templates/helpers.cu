@@ -57,6 +57,82 @@ __device__ __forceinline__ void fusegen_grid_dependencies() {
   fusegen_grid_launch_dependents();
 }
 
+// Thread-block clusters (sm_90): a cluster's blocks synchronize and read
+// each other's shared memory (split-K shares in gemm.cu, a long row's
+// statistics in row_reduce.cu). No-ops below sm_90, where no cluster runs.
+
+// The shared-memory window address of `pointer` (this block's shared memory).
+__device__ __forceinline__ unsigned int fusegen_shared_address(const void* pointer) {
+  unsigned int address;
+  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(address) : "l"(pointer));
+  return address;
+}
+
+// The calling block's rank in its cluster (0 without one).
+__device__ __forceinline__ unsigned int fusegen_cluster_rank() {
+  unsigned int rank = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+#endif
+  return rank;
+}
+
+// A cluster barrier in two halves, to do work between this thread's
+// arrival and its wait for everyone else's: shared-memory writes before a
+// thread arrives are visible to the whole cluster after its wait.
+__device__ __forceinline__ void fusegen_cluster_arrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void fusegen_cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+// Every thread of the cluster arrives; shared-memory writes before it are
+// visible to the whole cluster after it.
+__device__ __forceinline__ void fusegen_cluster_sync() {
+  fusegen_cluster_arrive();
+  fusegen_cluster_wait();
+}
+
+// The shared::cluster address of `pointer` (this block's shared memory) in
+// the block of cluster rank `rank`.
+__device__ __forceinline__ unsigned int fusegen_cluster_address(const void* pointer, unsigned int rank) {
+  unsigned int address = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(address)
+               : "r"(fusegen_shared_address(pointer)), "r"(rank));
+#else
+  (void)pointer;
+  (void)rank;
+#endif
+  return address;
+}
+
+__device__ __forceinline__ float fusegen_cluster_load(unsigned int address) {
+  float value = 0.0f;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(value) : "r"(address) : "memory");
+#else
+  (void)address;
+#endif
+  return value;
+}
+
+__device__ __forceinline__ void fusegen_cluster_store(unsigned int address, float value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(address), "f"(value) : "memory");
+#else
+  (void)address;
+  (void)value;
+#endif
+}
+
 // The stores of an epilogue hook, deferred: the hook puts each value it
 // stores, with its address, in a FusegenStores, and the template writes them
 // after it has run the hook on the next elements. A store may alias a later

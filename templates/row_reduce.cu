@@ -28,7 +28,14 @@
 // order, so results are deterministic for a given launch.
 //
 // Work items: the grid strides over items of kSegmentsPerItem consecutive
-// segments, spread over the block's teams. With kFinalOp set (a reduction
+// segments, spread over the block's teams. With kClusterSize > 1 (sm_90; a
+// normalization, one block-wide team, one segment per item) a cluster of
+// kClusterSize blocks shares each segment: rank r takes the r-th of
+// kClusterSize nearly equal parts, caches it, and the blocks merge their
+// statistics through distributed shared memory in rank order (the same
+// total in every rank) before each writes its part. So a row too long for
+// one block's cache is still read from global memory once, and few long
+// rows keep more SMs busy. With kFinalOp set (a reduction
 // over the same rows fused after a normalization), an item is one row of the
 // final reduction: every element store_element returns is folded into it,
 // and the block's total goes to store_final.
@@ -38,10 +45,15 @@
 //   "team_size"         constexpr int kTeamSize         threads per segment: 1, 2, .., 32
 //                                                       or kBlockSize
 //   "segments_per_item" constexpr int kSegmentsPerItem  segments per grid-stride item
+//   "cluster_size"      constexpr int kClusterSize      blocks sharing a segment (1: none);
+//                                                       > 1 declares __cluster_dims__(kClusterSize,
+//                                                       1, 1) on the entry, and grid.x is kClusterSize
+//                                                       times the blocks of the items
 //   "cache_floats"      constexpr int kCacheFloats      shared-memory cache per team in
 //                                                       floats (0: reload); the launch's
 //                                                       dynamic shared memory holds
-//                                                       kBlockSize / kTeamSize of them
+//                                                       kBlockSize / kTeamSize of them;
+//                                                       with a cluster, a rank's part
 //   "anchor"            constexpr int kAnchor           kRowSum .. kRowLogSoftmax below
 //   "final_op"          constexpr int kFinalOp          kRowNone or a reduction kRowSum .. kRowLogSumExp
 //   "eps"               constexpr float kEps            moments only
@@ -89,6 +101,8 @@ FUSEGEN_HOOK("block_size") constexpr int kBlockSize = 256;
 FUSEGEN_HOOK("team_size") constexpr int kTeamSize = 256;
 
 FUSEGEN_HOOK("segments_per_item") constexpr int kSegmentsPerItem = 1;
+
+FUSEGEN_HOOK("cluster_size") constexpr int kClusterSize = 1;
 
 FUSEGEN_HOOK("cache_floats") constexpr int kCacheFloats = 0;
 
@@ -145,6 +159,10 @@ static_assert(kBlockSize > 0 && kBlockSize <= 1024 && kBlockSize % 32 == 0,
 static_assert(kTeamSize == kBlockSize || (kTeamSize >= 1 && kTeamSize <= 32 && (kTeamSize & (kTeamSize - 1)) == 0),
               "kTeamSize must be a power of two up to 32, or kBlockSize");
 static_assert(kSegmentsPerItem >= 1 && kCacheFloats >= 0, "bad segments_per_item or cache_floats");
+static_assert(kClusterSize >= 1 && kClusterSize <= 8, "a portable cluster has at most 8 blocks");
+static_assert(kClusterSize == 1 ||
+                  (kTeamSize == kBlockSize && kSegmentsPerItem == 1 && kAnchor >= kRowMoments && kFinalOp == kRowNone),
+              "a cluster shares one segment of a normalization without a final reduction, one team per block");
 static_assert(kAnchor >= kRowSum && kAnchor <= kRowLogSoftmax, "unknown anchor");
 static_assert(kFinalOp == kRowNone || (kFinalOp >= kRowSum && kFinalOp <= kRowLogSumExp && kAnchor >= kRowMoments),
               "a final reduction follows a normalization and is one of kRowSum .. kRowLogSumExp");
@@ -276,21 +294,30 @@ template <RowCache kCache> __device__ __forceinline__ bool row_cached(long long 
   return kCache == RowCache::kWhole;
 }
 
-// The thread's elements i0, i0 + kTeamSize, .. (kUnroll of them, those in
-// the segment: a prefix, whose length is returned) from the cache or through
-// load(); every load is issued before any value is used. kFill (the first
-// pass): everything through load(), and the cached elements go to the cache.
-// Each thread reads back only the elements it cached itself: no barrier.
+// A block's part of a segment: elements [begin, begin + length). The whole
+// segment without a cluster; the cache and the loops below index the part.
+struct RowPart {
+  long long segment;
+  long long begin;
+  long long length;
+};
+
+// The thread's elements i0, i0 + kTeamSize, .. of the part (kUnroll of
+// them, those in the part: a prefix, whose length is returned) from the
+// cache or through load(); every load is issued before any value is used.
+// kFill (the first pass): everything through load(), and the cached
+// elements go to the cache. Each thread reads back only the elements it
+// cached itself: no barrier.
 template <RowCache kCache, bool kFill>
-__device__ __forceinline__ int row_fetch(const FusegenArgs& args, long long segment, long long length, long long i0,
-                                         float* cache, float (&x)[kUnroll]) {
+__device__ __forceinline__ int row_fetch(const FusegenArgs& args, const RowPart& part, long long i0, float* cache,
+                                         float (&x)[kUnroll]) {
   int valid = 0;
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const long long i = i0 + static_cast<long long>(u) * kTeamSize;
     x[u] = 0.0f;
-    if (i < length) {
-      x[u] = !kFill && row_cached<kCache>(i) ? cache[i] : load(args, segment, i);
+    if (i < part.length) {
+      x[u] = !kFill && row_cached<kCache>(i) ? cache[i] : load(args, part.segment, part.begin + i);
       valid = u + 1;
     }
   }
@@ -332,12 +359,11 @@ template <int Op> __device__ __forceinline__ RowAcc row_add_chunk(RowAcc acc, co
 
 // The calling thread's share of a pass folding every element into Op.
 template <int Op, RowCache kCache, bool kFill>
-__device__ __forceinline__ RowAcc row_fold(const FusegenArgs& args, long long segment, long long length, int lane,
-                                           float* cache) {
+__device__ __forceinline__ RowAcc row_fold(const FusegenArgs& args, const RowPart& part, int lane, float* cache) {
   RowAcc acc = row_identity<Op>();
-  for (long long i0 = lane; i0 < length; i0 += kUnroll * kTeamSize) {
+  for (long long i0 = lane; i0 < part.length; i0 += kUnroll * kTeamSize) {
     float x[kUnroll];
-    const int valid = row_fetch<kCache, kFill>(args, segment, length, i0, cache, x);
+    const int valid = row_fetch<kCache, kFill>(args, part, i0, cache, x);
     acc = row_add_chunk<Op>(acc, x, valid);
   }
   return acc;
@@ -346,7 +372,7 @@ __device__ __forceinline__ RowAcc row_fold(const FusegenArgs& args, long long se
 // Folds every element into the anchor reduction; lane 0 stores the result.
 __device__ __forceinline__ void row_reduce_segment(const FusegenArgs& args, long long segment, long long length,
                                                    int lane, RowAcc* scratch) {
-  RowAcc acc = row_fold<kAnchor, RowCache::kNone, false>(args, segment, length, lane, nullptr);
+  RowAcc acc = row_fold<kAnchor, RowCache::kNone, false>(args, RowPart{segment, 0, length}, lane, nullptr);
   acc = row_team_reduce<kAnchor>(acc, scratch);
   if (lane == 0)
     store_segment(args, segment, row_result<kAnchor>(acc, length));
@@ -358,12 +384,12 @@ __device__ __forceinline__ void row_reduce_segment(const FusegenArgs& args, long
 // triple by Chan et al.'s update, which, unlike a sum of squares, does not
 // cancel when the mean is large against the spread.
 template <RowCache kCache>
-__device__ __forceinline__ FusegenWelford row_moments_one_pass(const FusegenArgs& args, long long segment,
-                                                               long long length, int lane, float* cache) {
+__device__ __forceinline__ FusegenWelford row_moments_one_pass(const FusegenArgs& args, const RowPart& part, int lane,
+                                                               float* cache) {
   FusegenWelford moments = {0.0f, 0.0f, 0.0f};
-  for (long long i0 = lane; i0 < length; i0 += kUnroll * kTeamSize) {
+  for (long long i0 = lane; i0 < part.length; i0 += kUnroll * kTeamSize) {
     float x[kUnroll];
-    const int valid = row_fetch<kCache, true>(args, segment, length, i0, cache, x); // >= 1
+    const int valid = row_fetch<kCache, true>(args, part, i0, cache, x); // >= 1
     float sum = 0.0f;
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
@@ -408,12 +434,12 @@ __device__ __forceinline__ FusegenWelford row_team_moments(FusegenWelford moment
 }
 
 // The centered sum of squares over a wholly cached segment (moments' second pass).
-__device__ __forceinline__ float row_centered_squares(const FusegenArgs& args, long long segment, long long length,
-                                                      int lane, float* cache, float mean, RowAcc* scratch) {
+__device__ __forceinline__ float row_centered_squares(const FusegenArgs& args, const RowPart& part, int lane,
+                                                      float* cache, float mean, RowAcc* scratch) {
   RowAcc squares = row_identity<kRowSum>();
-  for (long long i0 = lane; i0 < length; i0 += kUnroll * kTeamSize) {
+  for (long long i0 = lane; i0 < part.length; i0 += kUnroll * kTeamSize) {
     float x[kUnroll];
-    const int valid = row_fetch<RowCache::kWhole, false>(args, segment, length, i0, cache, x);
+    const int valid = row_fetch<RowCache::kWhole, false>(args, part, i0, cache, x);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const float d = x[u] - mean;
@@ -449,19 +475,19 @@ __device__ __forceinline__ float row_normalized(float x, float center, float sca
 // without loads stores as it goes (deferred, softmax ran 12-20% slower;
 // bench/NOTES.md v51).
 template <RowCache kCache>
-__device__ __forceinline__ void row_write(const FusegenArgs& args, long long segment, long long length, int lane,
-                                          float* cache, float center, float scale, RowAcc& final_acc) {
-  for (long long i0 = lane; i0 < length; i0 += kUnroll * kTeamSize) {
+__device__ __forceinline__ void row_write(const FusegenArgs& args, const RowPart& part, int lane, float* cache,
+                                          float center, float scale, RowAcc& final_acc) {
+  for (long long i0 = lane; i0 < part.length; i0 += kUnroll * kTeamSize) {
     float x[kUnroll];
-    const int valid = row_fetch<kCache, false>(args, segment, length, i0, cache, x); // >= 1
+    const int valid = row_fetch<kCache, false>(args, part, i0, cache, x); // >= 1
     if constexpr (kDeferElementStores) {
       ElementStores stores[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const bool inside = u < valid;
-        const long long i = inside ? i0 + static_cast<long long>(u) * kTeamSize : i0;
+        const long long i = part.begin + (inside ? i0 + static_cast<long long>(u) * kTeamSize : i0);
         const float folded =
-            store_element(args, segment, i, row_normalized(x[inside ? u : 0], center, scale), stores[u]);
+            store_element(args, part.segment, i, row_normalized(x[inside ? u : 0], center, scale), stores[u]);
         if (!inside)
           stores[u].clear();
         if constexpr (kFinalOp != kRowNone)
@@ -477,7 +503,7 @@ __device__ __forceinline__ void row_write(const FusegenArgs& args, long long seg
         if (u >= valid)
           break;
         ElementStores stores;
-        const float folded = store_element(args, segment, i0 + static_cast<long long>(u) * kTeamSize,
+        const float folded = store_element(args, part.segment, part.begin + i0 + static_cast<long long>(u) * kTeamSize,
                                            row_normalized(x[u], center, scale), stores);
         stores.write();
         if constexpr (kFinalOp != kRowNone)
@@ -495,31 +521,81 @@ __device__ __forceinline__ float row_scale(float statistic, long long length) {
   return kAnchor == kRowSoftmax ? statistic : logf(statistic);
 }
 
-// Normalizes one segment: statistics, then the write pass. The first pass
-// fills the team's cache (whole or prefix) and the later ones read it.
-template <RowCache kCache>
-__device__ __forceinline__ void row_normalize_segment(const FusegenArgs& args, long long segment, long long length,
-                                                      int lane, float* cache, RowAcc* scratch,
-                                                      FusegenWelford* moment_scratch, RowAcc& final_acc) {
-  if constexpr (kAnchor == kRowMoments && kCache != RowCache::kWhole) {
-    // Reading (part of) the row from memory costs more than the arithmetic: one pass.
-    const FusegenWelford moments =
-        row_team_moments(row_moments_one_pass<kCache>(args, segment, length, lane, cache), moment_scratch);
-    row_write<kCache>(args, segment, length, lane, cache, moments.mean, row_scale(moments.m2, length), final_acc);
-  } else if constexpr (kAnchor == kRowMoments) {
-    const RowAcc sum = row_team_reduce<kRowSum>(
-        row_fold<kRowSum, RowCache::kWhole, true>(args, segment, length, lane, cache), scratch);
-    const float mean = sum.value / static_cast<float>(length);
-    const float squares = row_centered_squares(args, segment, length, lane, cache, mean, scratch);
-    row_write<RowCache::kWhole>(args, segment, length, lane, cache, mean, row_scale(squares, length), final_acc);
+// ---- a segment shared by a cluster (kClusterSize > 1) ----
+
+__device__ __forceinline__ RowAcc row_cluster_read(const RowAcc* slot, unsigned int rank) {
+  const unsigned int address = fusegen_cluster_address(slot, rank);
+  return {fusegen_cluster_load(address), fusegen_cluster_load(address + 4)};
+}
+
+__device__ __forceinline__ FusegenWelford row_cluster_read(const FusegenWelford* slot, unsigned int rank) {
+  const unsigned int address = fusegen_cluster_address(slot, rank);
+  return {fusegen_cluster_load(address), fusegen_cluster_load(address + 4), fusegen_cluster_load(address + 8)};
+}
+
+// The cluster's total of every block's `local` statistic, merged in rank
+// order, so every rank gets the same bits. One cluster barrier per segment:
+// the slots alternate with `parity` (the block's segment count, the same in
+// every rank), so a rank running ahead writes the other slot, and none can
+// be two segments ahead, since each segment's barrier waits for all ranks
+// to have read the segment before.
+template <class T, class Merge>
+__device__ __forceinline__ T row_cluster_total(T local, T (&slots)[2], int parity, Merge merge) {
+  if constexpr (kClusterSize == 1) {
+    return local;
   } else {
-    const RowAcc stats = row_team_reduce<kRowLogSumExp>(
-        row_fold<kRowLogSumExp, kCache, true>(args, segment, length, lane, cache), scratch);
+    if (threadIdx.x == 0)
+      slots[parity] = local;
+    fusegen_cluster_sync();
+    T total = row_cluster_read(&slots[parity], 0);
+    for (unsigned int rank = 1; rank < kClusterSize; ++rank)
+      total = merge(total, row_cluster_read(&slots[parity], rank));
+    return total;
+  }
+}
+
+__device__ __forceinline__ FusegenWelford row_cluster_moments(FusegenWelford local, int parity) {
+  __shared__ FusegenWelford slots[2];
+  return row_cluster_total(local, slots, parity,
+                           [](FusegenWelford a, FusegenWelford b) { return fusegen_welford_merge(a, b); });
+}
+
+__device__ __forceinline__ RowAcc row_cluster_pair(RowAcc local, int parity) {
+  __shared__ RowAcc slots[2];
+  return row_cluster_total(local, slots, parity, [](RowAcc a, RowAcc b) { return row_merge<kRowLogSumExp>(a, b); });
+}
+
+// Normalizes the block's part of a segment (`length` elements in all):
+// statistics over the part, merged over the cluster, then the write pass.
+// The first pass fills the team's cache (whole or prefix) and the later
+// ones read it. `parity`: the block's segment count modulo 2.
+template <RowCache kCache>
+__device__ __forceinline__ void row_normalize_segment(const FusegenArgs& args, const RowPart& part, long long length,
+                                                      int lane, float* cache, RowAcc* scratch,
+                                                      FusegenWelford* moment_scratch, int parity, RowAcc& final_acc) {
+  if constexpr (kAnchor == kRowMoments) {
+    FusegenWelford moments;
+    if constexpr (kCache != RowCache::kWhole) {
+      // Reading (part of) the row from memory costs more than the arithmetic: one pass.
+      moments = row_team_moments(row_moments_one_pass<kCache>(args, part, lane, cache), moment_scratch);
+    } else {
+      const RowAcc sum =
+          row_team_reduce<kRowSum>(row_fold<kRowSum, RowCache::kWhole, true>(args, part, lane, cache), scratch);
+      const float count = static_cast<float>(part.length);
+      const float mean = part.length > 0 ? sum.value / count : 0.0f;
+      moments = {count, mean, row_centered_squares(args, part, lane, cache, mean, scratch)};
+    }
+    moments = row_cluster_moments(moments, parity);
+    row_write<kCache>(args, part, lane, cache, moments.mean, row_scale(moments.m2, length), final_acc);
+  } else {
+    const RowAcc stats = row_cluster_pair(
+        row_team_reduce<kRowLogSumExp>(row_fold<kRowLogSumExp, kCache, true>(args, part, lane, cache), scratch),
+        parity);
     // The pair's sum is against row_shift(max), which is max where finite;
     // an infinite max makes some x - max NaN (inf - inf, or every x -inf),
     // so the sum of exp(x - max) is NaN, as torch's.
     const float sum = isinf(stats.value) ? __int_as_float(0x7fc00000) : stats.scaled;
-    row_write<kCache>(args, segment, length, lane, cache, stats.value, row_scale(sum, length), final_acc);
+    row_write<kCache>(args, part, lane, cache, stats.value, row_scale(sum, length), final_acc);
   }
 }
 
@@ -533,23 +609,35 @@ __device__ __forceinline__ void row_reduce_main(const FusegenArgs& args) {
   const long long segments = num_segments(args);
   const long long length = segment_length(args);
   const long long items = (segments + kSegmentsPerItem - 1) / kSegmentsPerItem;
-  for (long long item = blockIdx.x; item < items; item += gridDim.x) {
+  // This block's part of each segment: the rank-th of kClusterSize.
+  const long long rank = kClusterSize > 1 ? static_cast<long long>(fusegen_cluster_rank()) : 0;
+  const long long per_rank = (length + kClusterSize - 1) / kClusterSize;
+  const long long begin = min(length, per_rank * rank);
+  const long long part_length = min(length - begin, per_rank);
+  int parity = 0;
+  // A cluster's blocks are consecutive in x and take the same items.
+  for (long long item = blockIdx.x / kClusterSize; item < items; item += gridDim.x / kClusterSize) {
     RowAcc final_acc = row_identity<kFinalFold>();
-    // Loop bounds are uniform per team, so team shuffles and (for one team
-    // per block) block barriers see every thread they expect.
+    // Loop bounds are uniform per team (and cluster), so team shuffles and
+    // (for one team per block) block and cluster barriers see every thread
+    // they expect.
     for (int s = team; s < kSegmentsPerItem; s += kTeams) {
       const long long segment = item * kSegmentsPerItem + s;
       if (segment >= segments)
         break;
+      const RowPart part = {segment, begin, part_length};
       if constexpr (kAnchor < kRowMoments)
         row_reduce_segment(args, segment, length, lane, scratch);
-      else if (kCacheFloats > 0 && length <= kCacheFloats)
-        row_normalize_segment<RowCache::kWhole>(args, segment, length, lane, cache, scratch, moment_scratch, final_acc);
+      else if (kCacheFloats > 0 && part_length <= kCacheFloats)
+        row_normalize_segment<RowCache::kWhole>(args, part, length, lane, cache, scratch, moment_scratch, parity,
+                                                final_acc);
       else if (kCacheFloats > 0)
-        row_normalize_segment<RowCache::kPrefix>(args, segment, length, lane, cache, scratch, moment_scratch,
+        row_normalize_segment<RowCache::kPrefix>(args, part, length, lane, cache, scratch, moment_scratch, parity,
                                                  final_acc);
       else
-        row_normalize_segment<RowCache::kNone>(args, segment, length, lane, cache, scratch, moment_scratch, final_acc);
+        row_normalize_segment<RowCache::kNone>(args, part, length, lane, cache, scratch, moment_scratch, parity,
+                                               final_acc);
+      parity ^= 1;
     }
     if constexpr (kFinalOp != kRowNone) {
       final_acc = row_block_reduce<kFinalFold>(final_acc, scratch);
@@ -557,6 +645,8 @@ __device__ __forceinline__ void row_reduce_main(const FusegenArgs& args) {
         store_final(args, item, row_result<kFinalFold>(final_acc, length * kSegmentsPerItem));
     }
   }
+  if constexpr (kClusterSize > 1)
+    fusegen_cluster_sync(); // the other ranks may still read this block's slots
 }
 
 extern "C" {

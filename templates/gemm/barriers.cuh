@@ -12,7 +12,7 @@
 
 __device__ __forceinline__ void gemm_barrier_init(unsigned long long* barrier, unsigned int count) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(gemm_shared_address(barrier)), "r"(count) : "memory");
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(fusegen_shared_address(barrier)), "r"(count) : "memory");
 #else
   (void)barrier;
   (void)count;
@@ -21,7 +21,7 @@ __device__ __forceinline__ void gemm_barrier_init(unsigned long long* barrier, u
 
 __device__ __forceinline__ void gemm_barrier_inval(unsigned long long* barrier) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(gemm_shared_address(barrier)) : "memory");
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(fusegen_shared_address(barrier)) : "memory");
 #else
   (void)barrier;
 #endif
@@ -55,7 +55,8 @@ __device__ __forceinline__ void inval_stage_barriers(unsigned long long (&filled
 // Arrives on `barrier` once every copy this thread has issued so far landed.
 __device__ __forceinline__ void gemm_barrier_arrive_on_copies(unsigned long long* barrier) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(gemm_shared_address(barrier)) : "memory");
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(fusegen_shared_address(barrier))
+               : "memory");
 #else
   (void)barrier;
 #endif
@@ -64,8 +65,9 @@ __device__ __forceinline__ void gemm_barrier_arrive_on_copies(unsigned long long
 // Arrives on `barrier` (release: this thread's reads before it are done).
 __device__ __forceinline__ void gemm_barrier_arrive(unsigned long long* barrier) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("{ .reg .b64 state; mbarrier.arrive.shared::cta.b64 state, [%0]; }" ::"r"(gemm_shared_address(barrier))
-               : "memory");
+  asm volatile(
+      "{ .reg .b64 state; mbarrier.arrive.shared::cta.b64 state, [%0]; }" ::"r"(fusegen_shared_address(barrier))
+      : "memory");
 #else
   (void)barrier;
 #endif
@@ -76,7 +78,7 @@ __device__ __forceinline__ void gemm_barrier_arrive(unsigned long long* barrier)
 template <bool kCluster = false>
 __device__ __forceinline__ void gemm_barrier_wait(unsigned long long* barrier, unsigned int parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned int address = gemm_shared_address(barrier);
+  const unsigned int address = fusegen_shared_address(barrier);
   unsigned int done = 0;
   do {
     if constexpr (kCluster)

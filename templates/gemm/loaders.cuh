@@ -101,18 +101,11 @@ __device__ __forceinline__ void store_slice(float* slice, const float (&a)[kALoa
   }
 }
 
-// Shared-memory address of a generic pointer into shared memory.
-__device__ __forceinline__ unsigned int gemm_shared_address(const void* pointer) {
-  unsigned int address;
-  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(address) : "l"(pointer));
-  return address;
-}
-
 // Copies 16 bytes from global to shared memory without passing through
 // registers; a null source writes zeros (src-size 0 reads nothing, so any
 // valid address may stand in for it).
 __device__ __forceinline__ void gemm_copy16_async(float* destination, const float* source, const float* stand_in) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(gemm_shared_address(destination)),
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(fusegen_shared_address(destination)),
                "l"(source ? source : stand_in), "r"(source ? 16 : 0)
                : "memory");
 }

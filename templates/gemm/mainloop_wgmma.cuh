@@ -33,7 +33,7 @@ __device__ __forceinline__ void gemm_wgmma_wait() {
 // the 128-byte swizzle: start address, leading offset (unused by this
 // layout, 1), stride between 8-row groups 1024 bytes, layout 1 (SW128).
 __device__ __forceinline__ unsigned long long gemm_descriptor(const float* tile) {
-  const unsigned long long address = gemm_shared_address(tile);
+  const unsigned long long address = fusegen_shared_address(tile);
   return ((address & 0x3FFFFull) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
 }
 

@@ -55,58 +55,9 @@ static_assert(kBlockBegin >= 0 && kBlockEnd >= 0 && (kBlockBegin == 0 || kBlockE
               "a launch is a split tail (kBlockBegin) or leaves one (kBlockEnd), not both");
 
 __device__ __forceinline__ unsigned int cluster_rank() {
-  unsigned int rank = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (kSplitK > 1)
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-#endif
-  return rank;
-}
-
-// A cluster barrier in two halves, to do work between this thread's
-// arrival and its wait for everyone else's: shared-memory writes before a
-// thread arrives are visible to the whole cluster after its wait.
-__device__ __forceinline__ void cluster_arrive() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void cluster_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-#endif
-}
-
-// Every thread of the cluster arrives; shared-memory writes before it are
-// visible to the whole cluster after it.
-__device__ __forceinline__ void cluster_sync() {
-  cluster_arrive();
-  cluster_wait();
-}
-
-// The shared::cluster address of `pointer` (this block's shared memory) in
-// the block of cluster rank `rank`.
-__device__ __forceinline__ unsigned int cluster_address(const float* pointer, unsigned int rank) {
-  unsigned int address = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(address) : "r"(gemm_shared_address(pointer)), "r"(rank));
-#endif
-  return address;
-}
-
-__device__ __forceinline__ float cluster_load(unsigned int address) {
-  float value = 0.0f;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(value) : "r"(address) : "memory");
-#endif
-  return value;
-}
-
-__device__ __forceinline__ void cluster_store(unsigned int address, float value) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(address), "f"(value) : "memory");
-#endif
+    return fusegen_cluster_rank();
+  return 0;
 }
 
 // The arrival half of a cluster barrier without release semantics (no
@@ -128,7 +79,7 @@ __shared__ unsigned long long gemm_push_barrier; // counts the bytes of the push
 __device__ __forceinline__ void arm_push_barrier() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("{ .reg .b64 state; mbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1; }" ::"r"(
-                   gemm_shared_address(&gemm_push_barrier)),
+                   fusegen_shared_address(&gemm_push_barrier)),
                "r"(static_cast<unsigned int>(kSplitK * kShareFloats * 4))
                : "memory");
 #endif
@@ -153,8 +104,8 @@ __device__ __forceinline__ void start_split_push() {
 __device__ __forceinline__ void push_pair(float* at, unsigned int owner, float x, float y) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(
-                   cluster_address(at, owner)),
-               "f"(x), "f"(y), "r"(cluster_address(reinterpret_cast<const float*>(&gemm_push_barrier), owner))
+                   fusegen_cluster_address(at, owner)),
+               "f"(x), "f"(y), "r"(fusegen_cluster_address(reinterpret_cast<const float*>(&gemm_push_barrier), owner))
                : "memory");
 #endif
 }
@@ -198,17 +149,17 @@ __device__ __forceinline__ bool reduce_split_k(float* smem, float (&acc)[kFragsM
   constexpr int kShare = kPerThread * kThreads / kSplitK; // elements each rank adds
   const unsigned int rank = cluster_rank();
   for_each_accumulator(acc, [&](float& value, int at) { smem[at] = value; });
-  cluster_sync(); // every rank's accumulators are staged
+  fusegen_cluster_sync(); // every rank's accumulators are staged
 #pragma unroll
   for (int v = 0; v < kShare / kThreads; ++v) {
     const float* element = smem + rank * kShare + v * kThreads + threadIdx.x;
-    float sum = cluster_load(cluster_address(element, 0));
+    float sum = fusegen_cluster_load(fusegen_cluster_address(element, 0));
 #pragma unroll
     for (unsigned int q = 1; q < kSplitK; ++q)
-      sum += cluster_load(cluster_address(element, q));
-    cluster_store(cluster_address(element, 0), sum);
+      sum += fusegen_cluster_load(fusegen_cluster_address(element, q));
+    fusegen_cluster_store(fusegen_cluster_address(element, 0), sum);
   }
-  cluster_sync(); // rank 0 holds the sums; no rank reads another's shared memory after this
+  fusegen_cluster_sync(); // rank 0 holds the sums; no rank reads another's shared memory after this
   if (rank != 0)
     return false;
   for_each_accumulator(acc, [&](float& value, int at) { value = smem[at]; });
@@ -228,7 +179,7 @@ __device__ __forceinline__ void finish_split_share(const FusegenArgs& args, floa
   const int rank = static_cast<int>(cluster_rank());
   const int first_row = kSplitRows ? rank * kShareRows : 0;
   const int first_col = kSplitCols || kSplitColumnNorm ? rank * kShareCols : 0;
-  cluster_wait();
+  fusegen_cluster_wait();
   push_split_shares(acc, static_cast<unsigned int>(rank));
   // The other ranks' stores are released at the cluster's scope by their
   // byte counts: acquired at the same scope.

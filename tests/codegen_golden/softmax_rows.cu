@@ -28,6 +28,8 @@ constexpr int kBlockSize = 256;
 constexpr int kTeamSize = 32;
 // hook segments_per_item:
 constexpr int kSegmentsPerItem = 8;
+// hook cluster_size:
+constexpr int kClusterSize = 1;
 // hook cache_floats:
 constexpr int kCacheFloats = 100;
 // hook anchor:

@@ -57,12 +57,21 @@ std::string generate_error(const Plan& plan) {
   return code ? std::string("(no error)") : code.error();
 }
 
-void expect_compiles(const GeneratedCode& code, const std::string& what) {
+// The plans' code, generated for sm_80 and sm_90 (where long rows may take
+// clusters), compiles with NVRTC for that arch.
+void expect_compiles(const std::vector<Plan>& plans, const std::string& what) {
   if (!testing::have_nvrtc())
     return;
-  for (int arch : {80, 90})
-    EXPECT_EQ(testing::nvrtc_compile(code.source, what + ".cu", arch), "") << what << " for sm_" << arch;
+  for (int arch : {80, 90}) {
+    CodegenOptions options;
+    options.arch = arch;
+    Result<GeneratedCode> code = generate_cuda(plans, options);
+    ASSERT_TRUE(code) << code.error();
+    EXPECT_EQ(testing::nvrtc_compile(code.value().source, what + ".cu", arch), "") << what << " for sm_" << arch;
+  }
 }
+
+void expect_compiles(const Plan& plan, const std::string& what) { expect_compiles(std::vector<Plan>{plan}, what); }
 
 // nvcc -Werror all-warnings (unused variables, missing returns, ...) and no
 // register spills reported by ptxas; skipped without nvcc.
@@ -158,7 +167,7 @@ TEST(CodegenReduce, RowReductionsEveryOp) {
       ASSERT_EQ(kinds_of(plan), std::vector<KernelKind>{KernelKind::RowReduce}) << plan.fusion.name;
     GeneratedCode code = generate(plans);
     expect_hooks_filled(code.source);
-    expect_compiles(code, dims.empty() ? "row_reductions" : "row_reductions_dims");
+    expect_compiles(plans, dims.empty() ? "row_reductions" : "row_reductions_dims");
     const char* anchors[] = {"kRowSum", "kRowMean", "kRowMax", "kRowMin", "kRowMax", "kRowMin", "kRowLogSumExp"};
     for (size_t f = 0; f < plans.size(); ++f) {
       std::string text = kernel_text(code, plans[f].fusion.name + "_k0");
@@ -254,7 +263,7 @@ TEST(CodegenReduce, RowNormalizationsEveryOp) {
       ASSERT_EQ(kinds_of(plan), std::vector<KernelKind>{KernelKind::RowReduce}) << plan.fusion.name;
     GeneratedCode code = generate(plans);
     expect_hooks_filled(code.source);
-    expect_compiles(code, dims.empty() ? "row_norms" : "row_norms_dims");
+    expect_compiles(plans, dims.empty() ? "row_norms" : "row_norms_dims");
     EXPECT_TRUE(contains(kernel_text(code, "n_ln_affine_k0"), "constexpr float kEps = 9.99999975e-06f;"));
     EXPECT_TRUE(contains(kernel_text(code, "n_in_k0"), "constexpr float kEps = 0.00100000005f;"));
     EXPECT_TRUE(contains(kernel_text(code, "n_softmax_k0"), "constexpr int kAnchor = kRowSoftmax;"));
@@ -302,24 +311,39 @@ TEST(CodegenReduce, ShortRowsShareABlockAndCacheInSharedMemory) {
   EXPECT_TRUE(contains(kernel_text(code, "n_gn_k0"), "constexpr int kTeamSize = 256;"));
   EXPECT_EQ(launch_of(code, "n_gn").shared_bytes, 2048 * 4);
   EXPECT_EQ(launch_of(code, "n_gn").grid[0].value, 64 * 8);
-  // n_ln_cached: 16384 floats, 64 KiB (which needs the opt-in): the longest row cached by 256 threads.
-  EXPECT_TRUE(contains(kernel_text(code, "n_ln_cached_k0"), "constexpr int kCacheFloats = 16384;"));
-  EXPECT_EQ(launch_of(code, "n_ln_cached").shared_bytes, 65536);
-  EXPECT_TRUE(contains(code.source, "cudaFuncSetAttribute(fusegen_n_ln_cached_k0_impl::fusegen_n_ln_cached_k0, "
+  // n_ln_cached: 64 rows of 16384 floats fill half the SMs, so on sm_90
+  // each is split over a cluster of 4 blocks of 4096 cached floats.
+  EXPECT_EQ(launch_of(code, "n_ln_cached").cluster, 4);
+  EXPECT_EQ(launch_of(code, "n_ln_cached").shared_bytes, 4096 * 4);
+  EXPECT_EQ(launch_of(code, "n_ln_cached").grid[0].value, 64 * 4);
+  // With 512 rows, 64 KiB (which needs the opt-in): the longest row cached by 256 threads.
+  GeneratedCode many = generate(plans_of(kRowNormalizations, {{"N", 512}, {"C", 12}, {"H", 9}, {"W", 7}}));
+  EXPECT_TRUE(contains(kernel_text(many, "n_ln_cached_k0"), "constexpr int kCacheFloats = 16384;"));
+  EXPECT_EQ(launch_of(many, "n_ln_cached").shared_bytes, 65536);
+  EXPECT_EQ(launch_of(many, "n_ln_cached").cluster, 1);
+  EXPECT_TRUE(contains(many.source, "cudaFuncSetAttribute(fusegen_n_ln_cached_k0_impl::fusegen_n_ln_cached_k0, "
                                     "cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);"));
 }
 
 TEST(CodegenReduce, LongRowsCacheWhatFitsAndReloadTheRest) {
   FUSEGEN_SKIP_WITHOUT_NVRTC();
-  std::vector<Plan> plans = plans_of(kRowNormalizations, {{"N", 3}, {"C", 12}, {"H", 9}, {"W", 7}});
+  std::vector<Plan> plans = plans_of(kRowNormalizations, {{"N", 512}, {"C", 12}, {"H", 9}, {"W", 7}});
   GeneratedCode code = generate(plans);
   // 70000 floats exceed what an sm_90 block may cache (half of 227 KiB, so
-  // that two share an SM): the first 28800 are cached, passes after the
+  // that two share an SM): a cluster of 8 blocks shares each row, 8750
+  // cached floats each.
+  EXPECT_EQ(launch_of(code, "n_log_softmax_long").cluster, 8);
+  EXPECT_EQ(launch_of(code, "n_log_softmax_long").shared_bytes, 8750 * 4);
+  // Without clusters (sm_80) the first 20608 are cached, passes after the
   // first reload the rest; 512 threads for such rows.
-  std::string text = kernel_text(code, "n_log_softmax_long_k0");
-  EXPECT_TRUE(contains(text, "constexpr int kCacheFloats = 28800;"));
+  CodegenOptions sm_80;
+  sm_80.arch = 80;
+  Result<GeneratedCode> code_80 = generate_cuda(plans, sm_80);
+  ASSERT_TRUE(code_80) << code_80.error();
+  std::string text = kernel_text(code_80.value(), "n_log_softmax_long_k0");
+  EXPECT_TRUE(contains(text, "constexpr int kCacheFloats = 20608;"));
   EXPECT_TRUE(contains(text, "constexpr int kBlockSize = 512;"));
-  EXPECT_EQ(launch_of(code, "n_log_softmax_long").shared_bytes, 28800 * 4);
+  EXPECT_EQ(launch_of(code_80.value(), "n_log_softmax_long").shared_bytes, 20608 * 4);
   // 20000 floats exceed the 64 KiB of several teams but fit one block-wide
   // team's cache: 512 threads; the gelu prologue runs once per element.
   std::string ln = kernel_text(code, "n_ln_weight_k0");
@@ -393,7 +417,7 @@ TEST(CodegenReduce, GroupNormThenMinOverTheRowIsOneKernel) {
     ASSERT_EQ(plan.kernels[0].stages.size(), 2u);
     GeneratedCode code = generate(plan);
     expect_hooks_filled(code.source);
-    expect_compiles(code, "gn_min");
+    expect_compiles(plan, "gn_min");
     std::string text = kernel_text(code, "f_gn_min_k0");
     // One block per sample: 512 groups of 16 channels, 16 teams of 16 lanes.
     EXPECT_TRUE(contains(text, "constexpr int kAnchor = kRowMoments;"));
@@ -418,7 +442,7 @@ TEST(CodegenReduce, FusedReductionsEveryShape) {
       ASSERT_EQ(plan.kernels[0].stages.size(), 2u) << plan.fusion.name;
     }
     GeneratedCode code = generate(plans);
-    expect_compiles(code, "fused");
+    expect_compiles(plans, "fused");
     EXPECT_TRUE(contains(kernel_text(code, "f_ln_sum_k0"), "constexpr int kFinalOp = kRowSum;"));
     EXPECT_TRUE(contains(kernel_text(code, "f_in_lse_k0"), "constexpr int kFinalOp = kRowLogSumExp;"));
     EXPECT_TRUE(contains(kernel_text(code, "f_gn_mean_big_k0"), "constexpr int kFinalOp = kRowMean;"));
@@ -486,7 +510,7 @@ TEST(CodegenReduce, ProloguesAndSmallRanks) {
       ASSERT_EQ(kinds_of(plan), std::vector<KernelKind>{KernelKind::RowReduce}) << plan.fusion.name;
     GeneratedCode code = generate(plans);
     expect_hooks_filled(code.source);
-    expect_compiles(code, dims.empty() ? "prologues" : "prologues_dims");
+    expect_compiles(plans, dims.empty() ? "prologues" : "prologues_dims");
     // Same-shape operands load at the flat index; b[48] by its coordinate.
     std::string ln = kernel_text(code, "p_ln_bcast_k0");
     EXPECT_TRUE(contains(ln, "const float x0 = args.buf[0][index];"));
@@ -550,7 +574,7 @@ TEST(CodegenReduce, GenericEveryOp) {
       ASSERT_EQ(kinds_of(plan), std::vector<KernelKind>{KernelKind::GenericReduce}) << plan.fusion.name;
     GeneratedCode code = generate(plans);
     expect_hooks_filled(code.source);
-    expect_compiles(code, dims.empty() ? "generic" : "generic_dims");
+    expect_compiles(plans, dims.empty() ? "generic" : "generic_dims");
     const char* anchors[] = {"kGenSum", "kGenMean",      "kGenMin",     "kGenMax",
                              "kGenMax", "kGenLogSumExp", "kGenSoftmax", "kGenLogSoftmax"};
     for (size_t f = 0; f < plans.size(); ++f)
@@ -638,7 +662,7 @@ fusion r_prologue {
 )");
   ASSERT_EQ(kinds_of(plan), std::vector<KernelKind>{KernelKind::RowReduce});
   GeneratedCode code = generate(plan);
-  expect_compiles(code, "reduction_prologue");
+  expect_compiles(plan, "reduction_prologue");
   EXPECT_TRUE(contains(kernel_text(code, "r_prologue_k0"), "(x0 * 2.0f)"));
 }
 

@@ -34,6 +34,18 @@ constexpr int64_t kCacheBytes = 64 * 1024; // row cache of a block of several te
 // into, less this much for the template's static scratch (kWarps RowAccs).
 constexpr int64_t kStaticSharedBytes = 1024;
 constexpr int64_t kMaxBlocks = 65536; // grid-stride beyond this
+constexpr int kMaxClusterSize = 8;    // the portable limit of a thread-block cluster
+// A cluster's part of a segment is at least this long: below it the cluster
+// barrier costs more than spreading the row gains.
+constexpr int64_t kMinClusterPart = 1024;
+// A row longer than a block's cache is split until its parts are at most
+// this long (64 KiB), and parts at least kLongClusterPart long take 512
+// threads, else 256: about 20-48 elements a thread. Measured on an H100
+// (bench/NOTES.md v53): log_softmax over 40000 in parts of 10000 took 0.53
+// ms with 256 threads, 0.72 with 512; layer_norm over 32000 in parts of
+// 16000 0.59 with 256, 0.49 with 512; parts of 8000 were slower for it.
+constexpr int64_t kClusterPartTarget = 16384;
+constexpr int64_t kLongClusterPart = 12288;
 
 // ---- what the kernel computes ----
 
@@ -62,6 +74,7 @@ struct RowShape {
   int team = kBlock;
   int segments_per_item = 1;
   int64_t cache_floats = 0;
+  int cluster = 1; // blocks sharing a segment
 };
 
 std::optional<int64_t> constant_product(const Shape& shape, size_t first, size_t last) {
@@ -108,6 +121,31 @@ int64_t block_cache_bytes(const Target& target) {
   return std::max<int64_t>(kCacheBytes, target.max_shared_bytes_per_block / 2 - kStaticSharedBytes);
 }
 
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Blocks of a cluster sharing each segment (1: none): a normalized row
+// longer than a block's cache is split until each block's part fits, so it
+// is read from global memory once instead of partly reloaded; few rows are
+// split further, while each part keeps kMinClusterPart elements, so that
+// they fill the SMs (bench/NOTES.md v53). Rows too long for 8 parts keep
+// the prefix cache.
+int cluster_size(const EmitContext& ctx, const RowShape& row, const SizeExpr& segments, int64_t cache_limit) {
+  if (!ctx.target().clusters || is_reduction(*row.anchor) || row.final_op || !row.length_value ||
+      *row.length_value <= kWarpSliceMax)
+    return 1;
+  const int64_t length = *row.length_value;
+  int cluster = 1;
+  while (length > cache_limit && cluster < kMaxClusterSize &&
+         ceil_div(length, cluster) > std::min(cache_limit, kClusterPartTarget))
+    cluster *= 2;
+  if (ceil_div(length, cluster) > cache_limit)
+    return 1;
+  while (segments.value && cluster < kMaxClusterSize && *segments.value * cluster < ctx.target().sm_count &&
+         ceil_div(length, 2 * cluster) >= kMinClusterPart)
+    cluster *= 2;
+  return cluster;
+}
+
 // Threads per segment, block size, segments per grid-stride item, cache.
 // Normalized segments of constant length are cached: teams of warp slices
 // share kCacheBytes when their rows fit; a block-wide team takes up to the
@@ -119,7 +157,15 @@ void choose_launch(const EmitContext& ctx, RowShape& row) {
   const bool normalizes = !is_reduction(*row.anchor);
   const bool wide = !row.length_value || *row.length_value > kWarpSliceMax;
   const bool cacheable = normalizes && row.length_value && *row.length_value > 0;
-  if (wide) {
+  // Rows of the input (group_norm: samples), each of `groups` segments.
+  SizeExpr rows = ctx.size(row.input, 0, row.first_reduced);
+  SizeExpr segments = row.groups > 1 ? ctx.mul(rows, ctx.constant(row.groups)) : rows;
+  if (wide)
+    row.cluster = cluster_size(ctx, row, segments, block_cache_bytes(ctx.target()) / 4);
+  if (row.cluster > 1) {
+    row.cache_floats = ceil_div(*row.length_value, row.cluster);
+    row.block = row.team = row.cache_floats >= kLongClusterPart ? kLongRowBlock : kBlock;
+  } else if (wide) {
     row.block = !row.length_value || *row.length_value >= kLongRow ? kLongRowBlock : kBlock;
     row.team = row.block;
     if (cacheable) {
@@ -137,12 +183,9 @@ void choose_launch(const EmitContext& ctx, RowShape& row) {
   int teams = row.block / row.team;
   row.segments_per_item = row.final_op ? static_cast<int>(row.groups) : teams;
 
-  // Rows of the input (group_norm: samples), each of `groups` segments.
-  SizeExpr rows = ctx.size(row.input, 0, row.first_reduced);
   if (row.final_op) {
     row.items = rows; // an item is a row of the final reduction
   } else {
-    SizeExpr segments = row.groups > 1 ? ctx.mul(rows, ctx.constant(row.groups)) : rows;
     row.items = row.segments_per_item == 1 ? segments : ctx.ceil_div(segments, row.segments_per_item);
   }
 }
@@ -407,6 +450,7 @@ Result<KernelSource> emit_row_reduce(const EmitContext& ctx) {
   source.hooks["block_size"] = constant_hook("kBlockSize", row.block);
   source.hooks["team_size"] = constant_hook("kTeamSize", row.team);
   source.hooks["segments_per_item"] = constant_hook("kSegmentsPerItem", row.segments_per_item);
+  source.hooks["cluster_size"] = constant_hook("kClusterSize", row.cluster);
   source.hooks["cache_floats"] = constant_hook("kCacheFloats", row.cache_floats);
   source.hooks["anchor"] = constant_text_hook("int", "kAnchor", *anchor_constant(*row.anchor));
   source.hooks["final_op"] =
@@ -426,8 +470,15 @@ Result<KernelSource> emit_row_reduce(const EmitContext& ctx) {
   source.hooks["store_element"] = function_hook("float", "store_element", kElementParams, element.value());
   source.hooks["store_final"] = function_hook(
       "void", "store_final", "const FusegenArgs& args, long long item, float value", store_final_body(ctx, row));
-  source.hooks["entry"] = entry_hook(ctx, "kBlockSize", "row_reduce_main(args);");
-  source.launch.grid = {grid_blocks(ctx, row.items), ctx.constant(1), ctx.constant(1)};
+  source.hooks["entry"] = entry_hook(ctx, "kBlockSize", "row_reduce_main(args);",
+                                     row.cluster > 1 ? "__cluster_dims__(kClusterSize, 1, 1)" : "");
+  SizeExpr blocks = grid_blocks(ctx, row.items);
+  if (row.cluster > 1) {
+    blocks = ctx.mul(blocks, ctx.constant(row.cluster));
+    source.launch.variant = "a segment per cluster, a part per block";
+  }
+  source.launch.grid = {blocks, ctx.constant(1), ctx.constant(1)};
+  source.launch.cluster = row.cluster;
   source.launch.block = row.block;
   source.launch.shared_bytes = row.block / row.team * row.cache_floats * 4;
   return source;

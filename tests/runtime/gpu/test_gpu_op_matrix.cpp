@@ -223,6 +223,16 @@ void long_row_cases(std::vector<MatrixCase>& out) {
                        "  output y5 = amin(group_norm(z, 2), dim=(1, 2))\n}\n",
                    {1, 3, 8}});
   }
+  // Few rows split over clusters (sm_90), parts of unequal length: a row
+  // of 5003 in 4 parts, group_norm's (sample, group) segments of 3003 and
+  // instance_norm's of 2145 in 2, softmax's 2049 in 2 (parts of 1025 and 1024).
+  out.push_back({"cluster_rows",
+                 "fusion f {\n  input x : f32[N, 5003]\n  input g : f32[N, 6, 1001]\n  input c : f32[N, 3, 33, 65]\n"
+                 "  input s : f32[N, 2049]\n  param w : f32[5003]\n  param b : f32[5003]\n"
+                 "  param gw : f32[6]\n  output y0 = layer_norm(x, 5003, weight=w, bias=b) * 2.0\n"
+                 "  output y1 = group_norm(g, 2, weight=gw)\n  output y2 = instance_norm(c)\n"
+                 "  output y3 = log_softmax(s, dim=1)\n  output y4 = softmax(x - 1.0, dim=1)\n}\n",
+                 {1, 2, 5}});
   // Constants exact in float and double, so both sides see the same zeros.
   for (int length : {1000, 16000, 40000, 70000}) {
     std::string l = std::to_string(length);
