@@ -45,6 +45,7 @@
 //   "team_size"         constexpr int kTeamSize         threads per segment: 1, 2, .., 32
 //                                                       or kBlockSize
 //   "segments_per_item" constexpr int kSegmentsPerItem  segments per grid-stride item
+//   "unroll"            constexpr int kUnroll           loads in flight per thread and step (1..32)
 //   "cluster_size"      constexpr int kClusterSize      blocks sharing a segment (1: none);
 //                                                       > 1 declares __cluster_dims__(kClusterSize,
 //                                                       1, 1) on the entry, and grid.x is kClusterSize
@@ -104,6 +105,8 @@ FUSEGEN_HOOK("segments_per_item") constexpr int kSegmentsPerItem = 1;
 
 FUSEGEN_HOOK("cluster_size") constexpr int kClusterSize = 1;
 
+FUSEGEN_HOOK("unroll") constexpr int kUnroll = 8;
+
 FUSEGEN_HOOK("cache_floats") constexpr int kCacheFloats = 0;
 
 FUSEGEN_HOOK("anchor") constexpr int kAnchor = kRowSum;
@@ -160,6 +163,7 @@ static_assert(kTeamSize == kBlockSize || (kTeamSize >= 1 && kTeamSize <= 32 && (
               "kTeamSize must be a power of two up to 32, or kBlockSize");
 static_assert(kSegmentsPerItem >= 1 && kCacheFloats >= 0, "bad segments_per_item or cache_floats");
 static_assert(kClusterSize >= 1 && kClusterSize <= 8, "a portable cluster has at most 8 blocks");
+static_assert(kUnroll >= 1 && kUnroll <= 32, "kUnroll must be in [1, 32]");
 static_assert(kClusterSize == 1 ||
                   (kTeamSize == kBlockSize && kSegmentsPerItem == 1 && kAnchor >= kRowMoments && kFinalOp == kRowNone),
               "a cluster shares one segment of a normalization without a final reduction, one team per block");
@@ -276,11 +280,6 @@ template <int Op> __device__ __forceinline__ RowAcc row_team_reduce(RowAcc acc, 
 }
 
 // ---- one segment ----
-
-// Loads in flight per thread and step. A block-wide team of a long row may
-// be the only block on its SM: 1024 threads x 8 floats = 32 KiB in flight
-// per SM covers the memory latency at full bandwidth.
-constexpr int kUnroll = kTeamSize == kBlockSize ? 8 : 4;
 
 // How a pass reads its segment: through load() only, from a cache holding
 // the whole segment, or from a cache holding elements [0, kCacheFloats)

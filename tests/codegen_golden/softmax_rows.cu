@@ -30,6 +30,8 @@ constexpr int kTeamSize = 32;
 constexpr int kSegmentsPerItem = 8;
 // hook cluster_size:
 constexpr int kClusterSize = 1;
+// hook unroll:
+constexpr int kUnroll = 4;
 // hook cache_floats:
 constexpr int kCacheFloats = 100;
 // hook anchor:

@@ -8,6 +8,7 @@ inline constexpr HookSpec kRowReduceHooks[] = {
     {"block_size", HookKind::Constant, "kBlockSize", "const int"},
     {"team_size", HookKind::Constant, "kTeamSize", "const int"},
     {"segments_per_item", HookKind::Constant, "kSegmentsPerItem", "const int"},
+    {"unroll", HookKind::Constant, "kUnroll", "const int"},
     {"cluster_size", HookKind::Constant, "kClusterSize", "const int"},
     {"cache_floats", HookKind::Constant, "kCacheFloats", "const int"},
     {"anchor", HookKind::Constant, "kAnchor", "const int"},
