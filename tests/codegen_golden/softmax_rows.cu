@@ -25,13 +25,13 @@ namespace fusegen_softmax_rows_k0_impl {
 // hook block_size:
 constexpr int kBlockSize = 256;
 // hook team_size:
-constexpr int kTeamSize = 32;
+constexpr int kTeamSize = 16;
 // hook segments_per_item:
-constexpr int kSegmentsPerItem = 8;
+constexpr int kSegmentsPerItem = 16;
 // hook cluster_size:
 constexpr int kClusterSize = 1;
 // hook unroll:
-constexpr int kUnroll = 4;
+constexpr int kUnroll = 8;
 // hook cache_floats:
 constexpr int kCacheFloats = 100;
 // hook anchor:
@@ -103,7 +103,7 @@ extern "C" cudaError_t fusegen_softmax_rows_launch(const float* x, float* y, lon
   args.buf[1] = const_cast<float*>(y);
   args.dim[0] = N;
   cudaError_t err = cudaSuccess;
-  fusegen_softmax_rows_k0_impl::fusegen_softmax_rows_k0<<<dim3((unsigned)((((N) + 7) / 8) < 1LL ? 1LL : ((((N) + 7) / 8) > 65536LL ? 65536LL : (((N) + 7) / 8))), (unsigned)1LL, (unsigned)1LL), dim3(256), 3200, stream>>>(args);
+  fusegen_softmax_rows_k0_impl::fusegen_softmax_rows_k0<<<dim3((unsigned)((((N) + 15) / 16) < 1LL ? 1LL : ((((N) + 15) / 16) > 65536LL ? 65536LL : (((N) + 15) / 16))), (unsigned)1LL, (unsigned)1LL), dim3(256), 6400, stream>>>(args);
   err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   return cudaSuccess;

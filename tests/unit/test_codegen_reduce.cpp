@@ -185,11 +185,13 @@ TEST(CodegenReduce, RowReductionGeometry) {
   std::vector<Plan> plans = plans_of(kRowReductions, {{"N", 37}, {"C", 12}});
   ASSERT_EQ(plans.size(), 7u);
   GeneratedCode code = generate(plans);
-  // r_sum: rows of 100 go to warps, 8 rows per block: ceil(37 / 8) = 5 blocks.
+  // r_sum: rows of 100 go to warp slices of 16 lanes (100 / 8 rounded up
+  // to a power of two), 16 rows per block: ceil(37 / 16) = 3 blocks.
   std::string sum = kernel_text(code, "r_sum_k0");
-  EXPECT_TRUE(contains(sum, "constexpr int kTeamSize = 32;"));
-  EXPECT_TRUE(contains(sum, "constexpr int kSegmentsPerItem = 8;"));
-  EXPECT_EQ(launch_of(code, "r_sum").grid[0].value, 5);
+  EXPECT_TRUE(contains(sum, "constexpr int kTeamSize = 16;"));
+  EXPECT_TRUE(contains(sum, "constexpr int kSegmentsPerItem = 16;"));
+  EXPECT_TRUE(contains(sum, "constexpr int kUnroll = 8;"));
+  EXPECT_EQ(launch_of(code, "r_sum").grid[0].value, 3);
   EXPECT_EQ(launch_of(code, "r_sum").block, 256);
   // r_amax_all: one segment of 37 * 33 elements: a whole block.
   EXPECT_TRUE(contains(kernel_text(code, "r_amax_all_k0"), "constexpr int kTeamSize = 256;"));
@@ -294,15 +296,17 @@ TEST(CodegenReduce, ShortRowsShareABlockAndCacheInSharedMemory) {
   FUSEGEN_SKIP_WITHOUT_NVRTC();
   std::vector<Plan> plans = plans_of(kRowNormalizations, {{"N", 64}, {"C", 12}, {"H", 9}, {"W", 7}});
   GeneratedCode code = generate(plans);
-  // n_softmax_short: 5 elements per row: teams of 8 lanes, 32 rows per block.
+  // n_softmax_short: 5 elements per row: a thread a row (5 loads at once),
+  // 256 rows per block.
   std::string text = kernel_text(code, "n_softmax_short_k0");
-  EXPECT_TRUE(contains(text, "constexpr int kTeamSize = 8;"));
-  EXPECT_TRUE(contains(text, "constexpr int kSegmentsPerItem = 32;"));
+  EXPECT_TRUE(contains(text, "constexpr int kTeamSize = 1;"));
+  EXPECT_TRUE(contains(text, "constexpr int kSegmentsPerItem = 256;"));
   EXPECT_TRUE(contains(text, "constexpr int kCacheFloats = 5;"));
+  EXPECT_TRUE(contains(text, "constexpr int kUnroll = 8;"));
   const KernelLaunch& launch = launch_of(code, "n_softmax_short");
-  EXPECT_EQ(launch.grid[0].value, 2);
+  EXPECT_EQ(launch.grid[0].value, 1);
   EXPECT_EQ(launch.block, 256);
-  EXPECT_EQ(launch.shared_bytes, 32 * 5 * 4);
+  EXPECT_EQ(launch.shared_bytes, 256 * 5 * 4);
   // n_softmax: rows of 1000 floats, one warp each, 8 per block: 32000 bytes of cache.
   EXPECT_TRUE(contains(kernel_text(code, "n_softmax_k0"), "constexpr int kTeamSize = 32;"));
   EXPECT_EQ(launch_of(code, "n_softmax").shared_bytes, 8 * 1000 * 4);
@@ -419,11 +423,11 @@ TEST(CodegenReduce, GroupNormThenMinOverTheRowIsOneKernel) {
     expect_hooks_filled(code.source);
     expect_compiles(plan, "gn_min");
     std::string text = kernel_text(code, "f_gn_min_k0");
-    // One block per sample: 512 groups of 16 channels, 16 teams of 16 lanes.
+    // One block per sample: 512 groups of 16 channels, 256 teams of 2 lanes.
     EXPECT_TRUE(contains(text, "constexpr int kAnchor = kRowMoments;"));
     EXPECT_TRUE(contains(text, "constexpr int kFinalOp = kRowMin;"));
     EXPECT_TRUE(contains(text, "constexpr int kSegmentsPerItem = 512;"));
-    EXPECT_TRUE(contains(text, "constexpr int kTeamSize = 16;"));
+    EXPECT_TRUE(contains(text, "constexpr int kTeamSize = 2;"));
     EXPECT_TRUE(contains(text, "const float v4 = (x0 + 1.0f);")) << "prologue x + 1 on load";
     EXPECT_TRUE(contains(text, "const long long channel = (segment % 512LL) * 16LL + i;"));
     EXPECT_TRUE(contains(text, "args.buf[3][item] = value;"));
