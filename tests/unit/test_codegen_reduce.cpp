@@ -636,6 +636,20 @@ TEST(CodegenReduce, Deterministic) {
 
 // nvcc rejects what NVRTC lets pass (unused locals, missing returns) under
 // -Werror all-warnings; ptxas must report no spills.
+// A layer_norm over rows longer than a block's cache: clusters of 8 blocks
+// of 512 threads, bounded to two blocks per SM, with a prologue, affine
+// params and an epilogue that reads memory.
+const char* kClusterNorms = R"(
+fusion c_ln {
+  input x : f32[N, 128256]
+  input r : f32[N, 128256]
+  param w : f32[128256]
+  param b : f32[128256]
+  h = layer_norm(gelu(x), 128256, weight=w, bias=b)
+  output y = relu(h) * 2.0 + r
+}
+)";
+
 TEST(CodegenReduce, NvccWarningFreeWithoutSpills) {
   FUSEGEN_SKIP_WITHOUT_NVRTC();
 #ifndef FUSEGEN_NVCC_PATH
@@ -644,7 +658,7 @@ TEST(CodegenReduce, NvccWarningFreeWithoutSpills) {
   DimBindings dims = {{"N", 37}, {"C", 12}, {"H", 9}, {"W", 7}, {"A", 5}, {"B", 6}, {"L", 513}};
   for (bool specialized : {false, true}) {
     std::vector<Plan> all;
-    for (const char* spec : {kRowReductions, kRowNormalizations, kFused, kPrologues, kGeneric}) {
+    for (const char* spec : {kRowReductions, kRowNormalizations, kFused, kPrologues, kGeneric, kClusterNorms}) {
       std::vector<Plan> plans = plans_of(spec, specialized ? dims : DimBindings{});
       all.insert(all.end(), plans.begin(), plans.end());
     }

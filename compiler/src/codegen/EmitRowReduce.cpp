@@ -479,13 +479,22 @@ Result<KernelSource> emit_row_reduce(const EmitContext& ctx) {
   const int element_stores =
       is_reduction(*row.anchor) ? 0 : static_cast<int>(stage_stores(ctx, ctx.step().stages[0]).size());
   source.hooks["element_stores"] = constant_hook("kElementStores", element_stores);
-  source.hooks["defer_element_stores"] =
-      bool_hook("kDeferElementStores", element_stores > 0 && element_reads_memory(ctx, row));
+
   source.hooks["store_element"] = function_hook("float", "store_element", kElementParams, element.value());
   source.hooks["store_final"] = function_hook(
       "void", "store_final", "const FusegenArgs& args, long long item, float value", store_final_body(ctx, row));
-  source.hooks["entry"] = entry_hook(ctx, "kBlockSize", "row_reduce_main(args);",
-                                     row.cluster > 1 ? "__cluster_dims__(kClusterSize, 1, 1)" : "");
+  // A cluster's 512-thread parts are chosen for two blocks per SM. A write
+  // pass that defers its stores holds 8 addresses and values a thread: a
+  // layer_norm part of 16032 floats took 92 registers, one block per SM;
+  // bounded, [1024, 128256] 0.655 -> 0.612 ms. Softmax's kernels, bounded
+  // the same way, were 19-39% slower, and a symbolic row's one-pass
+  // moments spilled (bench/NOTES.md v55), so only these are bounded.
+  const bool defers = element_stores > 0 && element_reads_memory(ctx, row);
+  const bool two_blocks = row.cluster > 1 && row.block == kLongRowBlock && defers;
+  const std::string bounds = two_blocks ? "kBlockSize, 2" : "kBlockSize";
+  source.hooks["defer_element_stores"] = bool_hook("kDeferElementStores", defers);
+  source.hooks["entry"] =
+      entry_hook(ctx, bounds, "row_reduce_main(args);", row.cluster > 1 ? "__cluster_dims__(kClusterSize, 1, 1)" : "");
   SizeExpr blocks = grid_blocks(ctx, row.items);
   if (row.cluster > 1) {
     blocks = ctx.mul(blocks, ctx.constant(row.cluster));
