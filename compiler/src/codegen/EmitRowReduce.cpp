@@ -133,8 +133,9 @@ int64_t block_cache_bytes(const Target& target) {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Blocks of a cluster sharing each segment (1: none): a normalized row
-// longer than a block's cache is split until each block's part fits, so it
-// is read from global memory once instead of partly reloaded; few rows are
+// longer than a block's cache is split until each block's part has at most
+// kClusterPartTarget elements (with 8 parts, until it fits), so it is read
+// from global memory once instead of partly reloaded; few rows are
 // split further, while each part keeps kMinClusterPart elements, so that
 // they fill the SMs (bench/NOTES.md v53). Rows too long for 8 parts keep
 // the prefix cache.
@@ -479,7 +480,6 @@ Result<KernelSource> emit_row_reduce(const EmitContext& ctx) {
   const int element_stores =
       is_reduction(*row.anchor) ? 0 : static_cast<int>(stage_stores(ctx, ctx.step().stages[0]).size());
   source.hooks["element_stores"] = constant_hook("kElementStores", element_stores);
-
   source.hooks["store_element"] = function_hook("float", "store_element", kElementParams, element.value());
   source.hooks["store_final"] = function_hook(
       "void", "store_final", "const FusegenArgs& args, long long item, float value", store_final_body(ctx, row));
