@@ -21,7 +21,8 @@ fusion rows_25k {
 // A block caches up to half the device's opt-in limit (two blocks per SM):
 // 20000 floats (78 KiB) are cached on both; 25000 (98 KiB) fit half of 9.0's
 // 227 KiB but not half of 8.0's 163 KiB, so 8.0 caches the first 20608
-// (80.5 KiB, half of 163 KiB less 1 KiB) and reloads the rest.
+// (80.5 KiB, half of 163 KiB less 1 KiB) and reloads the rest. 160 rows
+// fill the SMs, so 9.0 does not spread them over clusters.
 TEST_F(FakeDriver, LongRowsCachedUpToTheDevicesSharedMemory) {
   auto loaded = testing::load_module(kLongRows);
   ASSERT_TRUE(loaded);
@@ -41,7 +42,7 @@ TEST_F(FakeDriver, LongRowsCachedUpToTheDevicesSharedMemory) {
     Runtime rt(0, o);
     Function f = rt.load_string(kLongRows).function(name);
     Diagnostics diags;
-    std::optional<Fusion> concrete = specialize(loaded->fusion(c.fusion), {{"N", 3}}, diags);
+    std::optional<Fusion> concrete = specialize(loaded->fusion(c.fusion), {{"N", 160}}, diags);
     ASSERT_TRUE(concrete);
     Tensors t(rt, *concrete);
     f.call(t.args, t.outs, nullptr);
