@@ -105,7 +105,7 @@ __device__ __forceinline__ void push_pair(float* at, unsigned int owner, float x
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(
                    fusegen_cluster_address(at, owner)),
-               "f"(x), "f"(y), "r"(fusegen_cluster_address(reinterpret_cast<const float*>(&gemm_push_barrier), owner))
+               "f"(x), "f"(y), "r"(fusegen_cluster_address(&gemm_push_barrier, owner))
                : "memory");
 #endif
 }

@@ -130,8 +130,6 @@ int64_t block_cache_bytes(const Target& target) {
   return std::max<int64_t>(kCacheBytes, target.max_shared_bytes_per_block / 2 - kStaticSharedBytes);
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // Blocks of a cluster sharing each segment (1: none): a normalized row
 // longer than a block's cache is split until each block's part has at most
 // kClusterPartTarget elements (with 8 parts, until it fits), so it is read

@@ -47,5 +47,7 @@ std::vector<ValueId> loaded_values(const EmitContext& ctx);
 SizeExpr grid_stride_blocks(const EmitContext& ctx, const SizeExpr& work, int64_t per_block, int64_t cap);
 // The least power of two >= value, at most `cap` (a power of two); 1 for value <= 1.
 int power_of_two_at_least(int64_t value, int cap);
+// a / b rounded up, for a >= 0 and b > 0.
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 } // namespace fusegen::codegen

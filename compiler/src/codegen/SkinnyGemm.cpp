@@ -32,8 +32,6 @@ int power_of_two_at_most(int64_t value, int cap) {
   return p;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 } // namespace
 
 std::optional<SkinnyShape> skinny_shape(const EmitContext& ctx, const GemmMapping& g, const Stages& s) {
