@@ -79,14 +79,15 @@ TEST(CodegenLongRows, LogSoftmaxOver20000IsCachedAndReadOnce) {
     expect_compiles(code, "log_softmax_20000", arch);
   }
   // 32000 floats (125 KiB): over half of what a block may take. On sm_90 a
-  // cluster of two blocks shares each row, each caching 16000 floats with
-  // 512 threads; on sm_80 a block caches 20608 floats and reloads the rest.
+  // cluster of four blocks shares each row, each caching 8000 floats with
+  // 256 threads (a norm's parts are larger: below); on sm_80 a block caches
+  // 20608 floats and reloads the rest.
   GeneratedCode vocab_code = generate_for(softmax_spec("log_softmax", 4096, 32000), 90);
   KernelLaunch vocab = first_launch(vocab_code);
-  EXPECT_EQ(vocab.cluster, 2);
-  EXPECT_EQ(vocab.grid[0].value, 2 * 4096);
-  EXPECT_EQ(vocab.shared_bytes, 16000 * 4);
-  EXPECT_EQ(vocab.block, 512);
+  EXPECT_EQ(vocab.cluster, 4);
+  EXPECT_EQ(vocab.grid[0].value, 4 * 4096);
+  EXPECT_EQ(vocab.shared_bytes, 8000 * 4);
+  EXPECT_EQ(vocab.block, 256);
   expect_compiles(vocab_code, "log_softmax_32000", 90);
   GeneratedCode vocab_80_code = generate_for(softmax_spec("log_softmax", 4096, 32000), 80);
   KernelLaunch vocab_80 = first_launch(vocab_80_code);
@@ -100,25 +101,33 @@ TEST(CodegenLongRows, LogSoftmaxOver20000IsCachedAndReadOnce) {
 // template's static scratch (sm_90 and sm_100: 227 KiB, sm_80: 163 KiB),
 // and at least 64 KiB (sm_86: 99 KiB). Beyond it, with clusters (sm_90 and
 // later), the row is split in 2, 4 or 8 parts until a part has at most
-// 16384 floats (512 threads from 12288, else 256) or, with 8, fits the
-// cache; without, or beyond 8 parts, a row keeps that much cached
-// and reloads the rest, with 512 threads a row over 64 KiB or 32768 floats. 4096 rows fill the SMs.
+// 12288 floats for softmax, 16384 for a norm (512 threads from 12288, else
+// 256) or, with 8, fits the cache; without, or beyond 8 parts, a row keeps
+// that much cached and reloads the rest, with 512 threads a row over 64 KiB
+// or 32768 floats. 4096 rows fill the SMs.
 TEST(CodegenLongRows, CacheLimitFollowsTheTarget) {
   struct Case {
     int arch;
     int64_t length;
     int cluster; // 0: cached whole by one block; 1: the cache's worth, the rest reloaded
+    bool norm = false;
   };
-  const Case cases[] = {{90, 28800, 0}, {90, 28801, 2},     {100, 28800, 0},        {80, 20608, 0},
-                        {80, 20609, 1}, {86, 16384, 0},     {86, 20000, 1},         {90, 40000, 4},
-                        {90, 70000, 8}, {90, 8 * 28800, 8}, {90, 8 * 28800 + 1, 1}, {100, 57601, 4}};
+  const Case cases[] = {{90, 28800, 0}, {90, 28801, 4},       {90, 28801, 2, true},   {100, 28800, 0},
+                        {80, 20608, 0}, {80, 20609, 1},       {86, 16384, 0},         {86, 20000, 1},
+                        {90, 40000, 4}, {90, 40000, 4, true}, {90, 50000, 8},         {90, 50000, 4, true},
+                        {90, 70000, 8}, {90, 8 * 28800, 8},   {90, 8 * 28800 + 1, 1}, {100, 57601, 4, true}};
   for (const Case& c : cases) {
-    SCOPED_TRACE("sm_" + std::to_string(c.arch) + ", rows of " + std::to_string(c.length));
+    SCOPED_TRACE("sm_" + std::to_string(c.arch) + ", " + (c.norm ? "layer_norm" : "softmax") + " rows of " +
+                 std::to_string(c.length));
     Result<Target> target = target_for_arch(c.arch);
     ASSERT_TRUE(target);
     const int64_t limit = std::max<int64_t>(65536, target.value().max_shared_bytes_per_block / 2 - 1024);
     EXPECT_EQ(c.length * 4 <= limit, c.cluster == 0);
-    KernelLaunch launch = first_launch(generate_for(softmax_spec("softmax", 4096, c.length), c.arch));
+    const std::string length = std::to_string(c.length);
+    const std::string spec =
+        c.norm ? "fusion f {\n  input x : f32[4096, " + length + "]\n  output y = layer_norm(x, " + length + ")\n}\n"
+               : softmax_spec("softmax", 4096, c.length);
+    KernelLaunch launch = first_launch(generate_for(spec, c.arch));
     EXPECT_EQ(launch.cluster, std::max(c.cluster, 1));
     if (c.cluster == 0) {
       EXPECT_EQ(launch.shared_bytes, c.length * 4);

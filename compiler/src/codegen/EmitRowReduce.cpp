@@ -39,12 +39,16 @@ constexpr int kMaxClusterSize = 8;    // the portable limit of a thread-block cl
 // barrier costs more than spreading the row gains.
 constexpr int64_t kMinClusterPart = 1024;
 // A row longer than a block's cache is split until its parts are at most
-// this long (64 KiB), and parts at least kLongClusterPart long take 512
-// threads, else 256: about 20-48 elements a thread. Measured on an H100
-// (bench/NOTES.md v53): log_softmax over 40000 in parts of 10000 took 0.53
-// ms with 256 threads, 0.72 with 512; layer_norm over 32000 in parts of
-// 16000 0.59 with 256, 0.49 with 512; parts of 8000 were slower for it.
-constexpr int64_t kClusterPartTarget = 16384;
+// the anchor's part target, and parts at least kLongClusterPart long take
+// 512 threads, else 256: about 20-48 elements a thread. Measured on an H100
+// (bench/NOTES.md v53, v56): a norm's part (three passes: sum, centered
+// squares, write) does best at 16000 with 512 threads (layer_norm over
+// 32000: 0.47 ms, parts of 8000 with 256: 0.58, without weight and bias
+// 0.376 against 0.394); softmax's (two passes) at 8000-10000 with 256
+// (softmax over 32000: parts of 16000 0.466 ms, of 8000 0.425; log_softmax
+// over 40000 in parts of 10000 0.53 ms with 256 threads, 0.72 with 512).
+constexpr int64_t kNormClusterPartTarget = 16384;
+constexpr int64_t kSoftmaxClusterPartTarget = 12288;
 constexpr int64_t kLongClusterPart = 12288;
 // Loads a thread issues before using any. A block-wide team: 8 (1024
 // threads x 8 floats = 32 KiB in flight per SM covers the memory latency).
@@ -132,7 +136,7 @@ int64_t block_cache_bytes(const Target& target) {
 
 // Blocks of a cluster sharing each segment (1: none): a normalized row
 // longer than a block's cache is split until each block's part has at most
-// kClusterPartTarget elements (with 8 parts, until it fits), so it is read
+// the anchor's part target (with 8 parts, until it fits), so it is read
 // from global memory once instead of partly reloaded; few rows are
 // split further, while each part keeps kMinClusterPart elements, so that
 // they fill the SMs (bench/NOTES.md v53). Rows too long for 8 parts keep
@@ -142,9 +146,10 @@ int cluster_size(const EmitContext& ctx, const RowShape& row, const SizeExpr& se
       *row.length_value <= kWarpSliceMax)
     return 1;
   const int64_t length = *row.length_value;
+  const int64_t part_target = plan::is_row_moments(*row.anchor) ? kNormClusterPartTarget : kSoftmaxClusterPartTarget;
   int cluster = 1;
   while (length > cache_limit && cluster < kMaxClusterSize &&
-         ceil_div(length, cluster) > std::min(cache_limit, kClusterPartTarget))
+         ceil_div(length, cluster) > std::min(cache_limit, part_target))
     cluster *= 2;
   if (ceil_div(length, cluster) > cache_limit)
     return 1;

@@ -233,8 +233,8 @@ void long_row_cases(std::vector<MatrixCase>& out) {
                  "  output y1 = group_norm(g, 2, weight=gw)\n  output y2 = instance_norm(c)\n"
                  "  output y3 = log_softmax(s, dim=1)\n  output y4 = softmax(x - 1.0, dim=1)\n}\n",
                  {1, 2, 5}});
-  // Enough rows of 30000 to fill the SMs: two parts of 15000 per row, 512
-  // threads each.
+  // Enough rows of 30000 to fill the SMs: layer_norm in two parts of 15000
+  // per row, 512 threads each; log_softmax in four of 7500, 256 threads.
   out.push_back({"cluster_rows_wide",
                  "fusion f {\n  input x : f32[N, 30000]\n  param w : f32[30000]\n  param b : f32[30000]\n"
                  "  output y0 = layer_norm(x, 30000, weight=w, bias=b)\n  output y1 = log_softmax(x, dim=1)\n}\n",
