@@ -139,11 +139,12 @@ __device__ __forceinline__ void fusegen_cluster_store(unsigned int address, floa
 // load as far as the compiler knows, so it keeps them in program order; in a
 // loop of hook calls each element's parameter loads then waited behind the
 // element before's stores (bench/NOTES.md v51). kCount: the stores of one
-// element, known to the generator.
-template <int kCount>
+// element, known to the generator. T: float, or float4 for a hook that
+// stores four adjacent elements at once.
+template <int kCount, typename T = float>
 struct FusegenStores {
-  float* at[kCount > 0 ? kCount : 1] = {}; // null: nothing to store (a hook may return early)
-  float value[kCount > 0 ? kCount : 1];
+  T* at[kCount > 0 ? kCount : 1] = {}; // null: nothing to store (a hook may return early)
+  T value[kCount > 0 ? kCount : 1];
 
   __device__ __forceinline__ void clear() {
 #pragma unroll

@@ -46,6 +46,12 @@
 //                                                       or kBlockSize
 //   "segments_per_item" constexpr int kSegmentsPerItem  segments per grid-stride item
 //   "unroll"            constexpr int kUnroll           loads in flight per thread and step (1..32)
+//   "vector"            constexpr int kVector           1, or 4: a thread takes runs of 4 adjacent
+//                                                       elements and a whole chunk goes through
+//                                                       load4 and store_element4 (16-byte accesses;
+//                                                       the generator's promise: the segment
+//                                                       length and kCacheFloats are multiples of 4,
+//                                                       and so is kUnroll)
 //   "cluster_size"      constexpr int kClusterSize      blocks sharing a segment (1: none);
 //                                                       > 1 declares __cluster_dims__(kClusterSize,
 //                                                       1, 1) on the entry, and grid.x is kClusterSize
@@ -61,6 +67,8 @@
 //   "num_segments"      long long num_segments(args)
 //   "segment_length"    long long segment_length(args)
 //   "load"              float load(args, segment, i)    input element i, prologue applied
+//   "load4"             float4 load4(args, segment, i)  elements i .. i + 3 (i a multiple of 4),
+//                                                       with kVector 4
 //   "store_segment"     void store_segment(args, segment, value)    reductions: result,
 //                                                       epilogue and stores
 //   "element_stores"    constexpr int kElementStores    values store_element() stores per element
@@ -76,6 +84,10 @@
 //                                                       other effects: it also runs on a
 //                                                       stand-in element whose stores are
 //                                                       dropped
+//   "store_element4"    float4 store_element4(args, segment, i, value4, stores4)
+//                                                       store_element on elements i .. i + 3 at
+//                                                       once (kVector 4): ElementStores4 holds
+//                                                       16-byte stores
 //   "store_final"       void store_final(args, item, value)  final reduction's epilogue
 //   "entry"             the __global__ kernel; the generator renames it
 //
@@ -107,6 +119,8 @@ FUSEGEN_HOOK("cluster_size") constexpr int kClusterSize = 1;
 
 FUSEGEN_HOOK("unroll") constexpr int kUnroll = 8;
 
+FUSEGEN_HOOK("vector") constexpr int kVector = 1;
+
 FUSEGEN_HOOK("cache_floats") constexpr int kCacheFloats = 0;
 
 FUSEGEN_HOOK("anchor") constexpr int kAnchor = kRowSum;
@@ -126,6 +140,11 @@ __device__ __forceinline__ float load(const FusegenArgs& args, long long segment
   return args.buf[0][segment * args.dim[1] + i];
 }
 
+FUSEGEN_HOOK("load4")
+__device__ __forceinline__ float4 load4(const FusegenArgs& args, long long segment, long long i) {
+  return *reinterpret_cast<const float4*>(args.buf[0] + segment * args.dim[1] + i);
+}
+
 FUSEGEN_HOOK("store_segment")
 __device__ __forceinline__ void store_segment(const FusegenArgs& args, long long segment, float value) {
   args.buf[1][segment] = value;
@@ -134,6 +153,7 @@ __device__ __forceinline__ void store_segment(const FusegenArgs& args, long long
 FUSEGEN_HOOK("element_stores") constexpr int kElementStores = 1;
 
 struct ElementStores : FusegenStores<kElementStores> {};
+struct ElementStores4 : FusegenStores<kElementStores, float4> {};
 
 FUSEGEN_HOOK("defer_element_stores") constexpr bool kDeferElementStores = false;
 
@@ -143,6 +163,14 @@ FUSEGEN_HOOK("store_element")
 __device__ __forceinline__ float store_element(const FusegenArgs& args, long long segment, long long i, float value,
                                                ElementStores& stores) {
   stores.at[0] = args.buf[1] + segment * args.dim[1] + i;
+  stores.value[0] = value;
+  return value;
+}
+
+FUSEGEN_HOOK("store_element4")
+__device__ __forceinline__ float4 store_element4(const FusegenArgs& args, long long segment, long long i, float4 value,
+                                                 ElementStores4& stores) {
+  stores.at[0] = reinterpret_cast<float4*>(args.buf[1] + segment * args.dim[1] + i);
   stores.value[0] = value;
   return value;
 }
@@ -164,6 +192,9 @@ static_assert(kTeamSize == kBlockSize || (kTeamSize >= 1 && kTeamSize <= 32 && (
 static_assert(kSegmentsPerItem >= 1 && kCacheFloats >= 0, "bad segments_per_item or cache_floats");
 static_assert(kClusterSize >= 1 && kClusterSize <= 8, "a portable cluster has at most 8 blocks");
 static_assert(kUnroll >= 1 && kUnroll <= 32, "kUnroll must be in [1, 32]");
+static_assert(kVector == 1 || (kVector == 4 && kUnroll % 4 == 0 && kCacheFloats % 4 == 0),
+              "kVector is 1, or 4 with kUnroll and kCacheFloats multiples of 4");
+constexpr int kRuns = kVector == 4 ? kUnroll / 4 : 1; // runs of 4 in a chunk (with kVector 4)
 static_assert(kClusterSize == 1 ||
                   (kTeamSize == kBlockSize && kSegmentsPerItem == 1 && kAnchor >= kRowMoments && kFinalOp == kRowNone),
               "a cluster shares one segment of a normalization without a final reduction, one team per block");
@@ -301,19 +332,55 @@ struct RowPart {
   long long length;
 };
 
-// The thread's elements i0, i0 + kTeamSize, .. of the part (kUnroll of
-// them, those in the part: a prefix, whose length is returned) from the
-// cache or through load(); every load is issued before any value is used.
-// kFill (the first pass): everything through load(), and the cached
-// elements go to the cache. Each thread reads back only the elements it
-// cached itself: no barrier.
+// A thread's chunk of a pass: kUnroll elements of the part, as kUnroll /
+// kVector runs of kVector adjacent ones, kTeamSize * kVector apart; the
+// team's chunks start kChunkStride apart. Element u of the chunk at i0:
+constexpr long long kChunkStride = static_cast<long long>(kUnroll) * kTeamSize;
+__device__ __forceinline__ long long row_chunk_start(int lane) { return static_cast<long long>(lane) * kVector; }
+__device__ __forceinline__ long long row_element(long long i0, int u) {
+  return i0 + static_cast<long long>(u / kVector) * (kTeamSize * kVector) + u % kVector;
+}
+
+// The thread's chunk at i0 (those of its elements in the part: a prefix,
+// whose length is returned) from the cache or through load(); every load is
+// issued before any value is used. With kVector 4 the chunk is read in runs
+// of 4, each one 16-byte access (load4, or the cache); a run is wholly in
+// the part or wholly past it, as the part's length and the runs' starts are
+// multiples of 4. kFill (the first pass): everything from memory, and the
+// cached elements go to the cache. Each thread reads back only the elements
+// it cached itself: no barrier.
 template <RowCache kCache, bool kFill>
 __device__ __forceinline__ int row_fetch(const FusegenArgs& args, const RowPart& part, long long i0, float* cache,
                                          float (&x)[kUnroll]) {
+  if constexpr (kVector == 4) {
+    float4 runs[kRuns];
+    int valid = 0;
+#pragma unroll
+    for (int r = 0; r < kRuns; ++r) {
+      const long long i = row_element(i0, 4 * r); // a run is wholly cached or not: kCacheFloats % 4 == 0
+      runs[r] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (i < part.length) {
+        runs[r] = !kFill && row_cached<kCache>(i) ? *reinterpret_cast<const float4*>(cache + i)
+                                                  : load4(args, part.segment, part.begin + i);
+        valid = 4 * (r + 1);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRuns; ++r) {
+      x[4 * r] = runs[r].x;
+      x[4 * r + 1] = runs[r].y;
+      x[4 * r + 2] = runs[r].z;
+      x[4 * r + 3] = runs[r].w;
+      const long long i = row_element(i0, 4 * r);
+      if (kFill && kCache != RowCache::kNone && 4 * r < valid && row_cached<kCache>(i))
+        *reinterpret_cast<float4*>(cache + i) = runs[r];
+    }
+    return valid;
+  }
   int valid = 0;
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
-    const long long i = i0 + static_cast<long long>(u) * kTeamSize;
+    const long long i = row_element(i0, u);
     x[u] = 0.0f;
     if (i < part.length) {
       x[u] = !kFill && row_cached<kCache>(i) ? cache[i] : load(args, part.segment, part.begin + i);
@@ -323,7 +390,7 @@ __device__ __forceinline__ int row_fetch(const FusegenArgs& args, const RowPart&
   if constexpr (kFill && kCache != RowCache::kNone) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const long long i = i0 + static_cast<long long>(u) * kTeamSize;
+      const long long i = row_element(i0, u);
       if (u < valid && row_cached<kCache>(i))
         cache[i] = x[u];
     }
@@ -360,7 +427,7 @@ template <int Op> __device__ __forceinline__ RowAcc row_add_chunk(RowAcc acc, co
 template <int Op, RowCache kCache, bool kFill>
 __device__ __forceinline__ RowAcc row_fold(const FusegenArgs& args, const RowPart& part, int lane, float* cache) {
   RowAcc acc = row_identity<Op>();
-  for (long long i0 = lane; i0 < part.length; i0 += kUnroll * kTeamSize) {
+  for (long long i0 = row_chunk_start(lane); i0 < part.length; i0 += kChunkStride) {
     float x[kUnroll];
     const int valid = row_fetch<kCache, kFill>(args, part, i0, cache, x);
     acc = row_add_chunk<Op>(acc, x, valid);
@@ -386,7 +453,7 @@ template <RowCache kCache>
 __device__ __forceinline__ FusegenWelford row_moments_one_pass(const FusegenArgs& args, const RowPart& part, int lane,
                                                                float* cache) {
   FusegenWelford moments = {0.0f, 0.0f, 0.0f};
-  for (long long i0 = lane; i0 < part.length; i0 += kUnroll * kTeamSize) {
+  for (long long i0 = row_chunk_start(lane); i0 < part.length; i0 += kChunkStride) {
     float x[kUnroll];
     const int valid = row_fetch<kCache, true>(args, part, i0, cache, x); // >= 1
     float sum = 0.0f;
@@ -436,7 +503,7 @@ __device__ __forceinline__ FusegenWelford row_team_moments(FusegenWelford moment
 __device__ __forceinline__ float row_centered_squares(const FusegenArgs& args, const RowPart& part, int lane,
                                                       float* cache, float mean, RowAcc* scratch) {
   RowAcc squares = row_identity<kRowSum>();
-  for (long long i0 = lane; i0 < part.length; i0 += kUnroll * kTeamSize) {
+  for (long long i0 = row_chunk_start(lane); i0 < part.length; i0 += kChunkStride) {
     float x[kUnroll];
     const int valid = row_fetch<RowCache::kWhole, false>(args, part, i0, cache, x);
 #pragma unroll
@@ -462,6 +529,35 @@ __device__ __forceinline__ float row_normalized(float x, float center, float sca
     return d - scale;
 }
 
+// A chunk's write with kVector 4: store_element4 on each run of 4 in the
+// part (`valid` elements: whole runs), 16-byte accesses, its stores
+// deferred as store_element's are.
+__device__ __forceinline__ void row_write_runs(const FusegenArgs& args, const RowPart& part, long long i0,
+                                               const float (&x)[kUnroll], int valid, float center, float scale,
+                                               RowAcc& final_acc) {
+  ElementStores4 stores[kRuns]; // a run past the part stores nothing (null addresses)
+#pragma unroll
+  for (int r = 0; r < kRuns; ++r) {
+    if (4 * r >= valid)
+      break;
+    const float4 value = {row_normalized(x[4 * r], center, scale), row_normalized(x[4 * r + 1], center, scale),
+                          row_normalized(x[4 * r + 2], center, scale), row_normalized(x[4 * r + 3], center, scale)};
+    const float4 folded = store_element4(args, part.segment, part.begin + row_element(i0, 4 * r), value, stores[r]);
+    if constexpr (kFinalOp != kRowNone) {
+      final_acc = row_add<kFinalFold>(final_acc, folded.x);
+      final_acc = row_add<kFinalFold>(final_acc, folded.y);
+      final_acc = row_add<kFinalFold>(final_acc, folded.z);
+      final_acc = row_add<kFinalFold>(final_acc, folded.w);
+    }
+    if constexpr (!kDeferElementStores)
+      stores[r].write();
+  }
+  if constexpr (kDeferElementStores)
+#pragma unroll
+    for (int r = 0; r < kRuns; ++r)
+      stores[r].write();
+}
+
 // Normalizes every element, stores it, and folds what store_element returns
 // into `final_acc` (the fused final reduction, when there is one). With
 // kDeferElementStores, store_element runs on all kUnroll elements of a
@@ -474,15 +570,19 @@ __device__ __forceinline__ float row_normalized(float x, float center, float sca
 template <RowCache kCache>
 __device__ __forceinline__ void row_write(const FusegenArgs& args, const RowPart& part, int lane, float* cache,
                                           float center, float scale, RowAcc& final_acc) {
-  for (long long i0 = lane; i0 < part.length; i0 += kUnroll * kTeamSize) {
+  for (long long i0 = row_chunk_start(lane); i0 < part.length; i0 += kChunkStride) {
     float x[kUnroll];
     const int valid = row_fetch<kCache, false>(args, part, i0, cache, x); // >= 1
+    if constexpr (kVector == 4) {
+      row_write_runs(args, part, i0, x, valid, center, scale, final_acc);
+      continue;
+    }
     if constexpr (kDeferElementStores) {
       ElementStores stores[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const bool inside = u < valid;
-        const long long i = part.begin + (inside ? i0 + static_cast<long long>(u) * kTeamSize : i0);
+        const long long i = part.begin + (inside ? row_element(i0, u) : i0);
         const float folded =
             store_element(args, part.segment, i, row_normalized(x[inside ? u : 0], center, scale), stores[u]);
         if (!inside)
@@ -500,7 +600,7 @@ __device__ __forceinline__ void row_write(const FusegenArgs& args, const RowPart
         if (u >= valid)
           break;
         ElementStores stores;
-        const float folded = store_element(args, part.segment, part.begin + i0 + static_cast<long long>(u) * kTeamSize,
+        const float folded = store_element(args, part.segment, part.begin + row_element(i0, u),
                                            row_normalized(x[u], center, scale), stores);
         stores.write();
         if constexpr (kFinalOp != kRowNone)
@@ -608,7 +708,8 @@ __device__ __forceinline__ void row_reduce_main(const FusegenArgs& args) {
   const long long items = (segments + kSegmentsPerItem - 1) / kSegmentsPerItem;
   // This block's part of each segment: the rank-th of kClusterSize.
   const long long rank = kClusterSize > 1 ? static_cast<long long>(fusegen_cluster_rank()) : 0;
-  const long long per_rank = (length + kClusterSize - 1) / kClusterSize;
+  // Parts are whole runs of kVector (the generator sizes kCacheFloats alike).
+  const long long per_rank = ((length + kClusterSize - 1) / kClusterSize + kVector - 1) / kVector * kVector;
   const long long begin = min(length, per_rank * rank);
   const long long part_length = min(length - begin, per_rank);
   int parity = 0;

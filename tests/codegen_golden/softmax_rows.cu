@@ -32,6 +32,8 @@ constexpr int kSegmentsPerItem = 16;
 constexpr int kClusterSize = 1;
 // hook unroll:
 constexpr int kUnroll = 8;
+// hook vector:
+constexpr int kVector = 4;
 // hook cache_floats:
 constexpr int kCacheFloats = 100;
 // hook anchor:
@@ -57,6 +59,33 @@ __device__ __forceinline__ float load(const FusegenArgs& args, long long segment
   const float v3 = (v1 + 1.0f);
   return v3;
 }
+// hook load4:
+__device__ __forceinline__ float4 load4(const FusegenArgs& args, long long segment, long long i) {
+  const long long index = segment * 100LL + i;
+  const float4 in0 = *reinterpret_cast<const float4*>(args.buf[0] + index);
+  float4 x;
+  { // lane 0
+    const float v1 = expf(in0.x);
+    const float v3 = (v1 + 1.0f);
+    x.x = v3;
+  }
+  { // lane 1
+    const float v1 = expf(in0.y);
+    const float v3 = (v1 + 1.0f);
+    x.y = v3;
+  }
+  { // lane 2
+    const float v1 = expf(in0.z);
+    const float v3 = (v1 + 1.0f);
+    x.z = v3;
+  }
+  { // lane 3
+    const float v1 = expf(in0.w);
+    const float v3 = (v1 + 1.0f);
+    x.w = v3;
+  }
+  return x;
+}
 // hook store_segment:
 __device__ __forceinline__ void store_segment(const FusegenArgs& args, long long segment, float value) {
   (void)args;
@@ -74,6 +103,39 @@ __device__ __forceinline__ float store_element(const FusegenArgs& args, long lon
   const float v6 = (value * 3.0f);
   stores.value[0] = v6;
   return value;
+}
+// hook store_element4:
+__device__ __forceinline__ float4 store_element4(const FusegenArgs& args, long long segment, long long i, float4 value, ElementStores4& stores) {
+  const long long index = segment * 100LL + i;
+  float4 out0;
+  float4 folded;
+  { // lane 0
+    const float y = value.x;
+    const float v6 = (y * 3.0f);
+    out0.x = v6;
+    folded.x = value.x;
+  }
+  { // lane 1
+    const float y = value.y;
+    const float v6 = (y * 3.0f);
+    out0.y = v6;
+    folded.y = value.y;
+  }
+  { // lane 2
+    const float y = value.z;
+    const float v6 = (y * 3.0f);
+    out0.z = v6;
+    folded.z = value.z;
+  }
+  { // lane 3
+    const float y = value.w;
+    const float v6 = (y * 3.0f);
+    out0.w = v6;
+    folded.w = value.w;
+  }
+  stores.at[0] = reinterpret_cast<float4*>(args.buf[1] + index);
+  stores.value[0] = out0;
+  return folded;
 }
 // hook store_final:
 __device__ __forceinline__ void store_final(const FusegenArgs& args, long long item, float value) {

@@ -136,7 +136,9 @@ TEST(CodegenLongRows, CacheLimitFollowsTheTarget) {
       EXPECT_EQ(launch.shared_bytes, limit);
       EXPECT_EQ(launch.block, c.length >= 32768 || limit > 65536 ? 512 : 256);
     } else {
-      const int64_t part = (c.length + c.cluster - 1) / c.cluster;
+      // Parts are whole runs of 4 where the length is a multiple of 4.
+      const int64_t run = c.length % 4 == 0 ? 4 : 1;
+      const int64_t part = ((c.length + c.cluster - 1) / c.cluster + run - 1) / run * run;
       EXPECT_EQ(launch.shared_bytes, part * 4);
       EXPECT_LE(launch.shared_bytes, limit);
       EXPECT_EQ(launch.block, part >= 12288 ? 512 : 256);
@@ -208,6 +210,46 @@ TEST(CodegenLongRows, NormalizationsCacheReductionsDoNot) {
     EXPECT_EQ(first_launch(code).shared_bytes, 0);
     EXPECT_TRUE(contains(code.source, "constexpr int kCacheFloats = 0;"));
     expect_compiles(code, "long_sum", arch);
+  }
+}
+
+// Runs of 4 adjacent elements (16-byte loads and stores) where a run can
+// never cross a row or the row's innermost dim, and a norm's weight and bias
+// are contiguous along the row or one per run; element by element
+// elsewhere. Either way the code compiles for sm_90 and sm_80.
+TEST(CodegenLongRows, RunsOfFourWhereTheRowAllows) {
+  struct Case {
+    std::string spec;
+    bool runs;
+  };
+  const Case cases[] = {
+      {"fusion f {\n  input x : f32[9, 2052]\n  param w : f32[2052]\n  param b : f32[2052]\n"
+       "  output y = layer_norm(x, 2052, weight=w, bias=b)\n}\n",
+       true},
+      {softmax_spec("softmax", 9, 2050), false},
+      {softmax_spec("log_softmax", 9, 20), true},                                        // warp slices
+      {"fusion f {\n  input x : f32[N, C]\n  output y = softmax(x, dim=1)\n}\n", false}, // symbolic length
+      {"fusion f {\n  input x : f32[3, 8, 4, 12]\n  param w : f32[8]\n"
+       "  output y = group_norm(x, 4, weight=w)\n}\n",
+       true}, // a channel per run: spatial size 48
+      {"fusion f {\n  input x : f32[3, 8, 3, 6]\n  param w : f32[8]\n"
+       "  output y = group_norm(x, 4, weight=w)\n}\n",
+       false}, // rows of 36, but runs of 6-wide rows would cross them
+      {"fusion f {\n  input x : f32[3, 8, 3, 4]\n  param w : f32[8]\n"
+       "  output y = group_norm(x, 4, weight=w)\n}\n",
+       true}, // rows of 4, a channel per run (spatial size 12)
+      {"fusion f {\n  input x : f32[3, 16]\n  param w : f32[16]\n"
+       "  output y = group_norm(x, 4, weight=w)\n}\n",
+       false}, // no spatial dims: four channels a run
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.spec);
+    for (int arch : {90, 80}) {
+      GeneratedCode code = generate_for(c.spec, arch);
+      EXPECT_EQ(contains(code.source, "constexpr int kVector = 4;"), c.runs) << "sm_" << arch;
+      EXPECT_EQ(contains(code.source, "constexpr int kVector = 1;"), !c.runs) << "sm_" << arch;
+      expect_compiles(code, "runs", arch);
+    }
   }
 }
 

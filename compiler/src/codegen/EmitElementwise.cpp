@@ -6,6 +6,7 @@
 #include "codegen/HookBody.h"
 #include "codegen/KernelParts.h"
 #include "codegen/PointwiseEmitter.h"
+#include "codegen/VectorLanes.h"
 #include "fusegen/OpRegistry.h"
 #include "plan/PlanQueries.h"
 
@@ -14,8 +15,6 @@ namespace {
 
 constexpr int kBlock = 256;
 constexpr int64_t kMaxBlocks = 65536; // grid-stride beyond this
-
-const char* kLanes[] = {"x", "y", "z", "w"};
 
 // The domain: the shape of the kernel's first computed value; every other
 // value of an elementwise kernel has the same shape.
@@ -54,8 +53,8 @@ Result<std::vector<PointwiseEmitter::NormTerms>> split_batch_norm_terms(const Em
     float4_at("stats" + n + "b", ctx.buffer(stats) + " + 2 * " + channel + " + 4");
     for (int lane = 0; lane < 4; ++lane) {
       std::string pair = "stats" + n + (lane < 2 ? "a." : "b.");
-      terms[lane].mean = pair + kLanes[(lane % 2) * 2];
-      terms[lane].rstd = pair + kLanes[(lane % 2) * 2 + 1];
+      terms[lane].mean = pair + kLaneNames[(lane % 2) * 2];
+      terms[lane].rstd = pair + kLaneNames[(lane % 2) * 2 + 1];
     }
   } else {
     const BufferId partials_id = ctx.stats_buffer(id, false);
@@ -97,7 +96,7 @@ Result<std::vector<PointwiseEmitter::NormTerms>> split_batch_norm_terms(const Em
       std::string name = param + n;
       float4_at(name, ctx.value_buffer(value) + " + " + channel);
       for (int lane = 0; lane < 4; ++lane)
-        (param[0] == 'w' ? terms[lane].weight : terms[lane].bias) = name + "." + kLanes[lane];
+        (param[0] == 'w' ? terms[lane].weight : terms[lane].bias) = name + "." + kLaneNames[lane];
     }
   }
   return terms;
@@ -118,16 +117,6 @@ Result<std::vector<std::string>> scalar_body(const EmitContext& ctx, const Shape
   return body.finish({"args", "index"});
 }
 
-// The dim that four consecutive elements step along: the innermost one not
-// of extent 1 (in [1, C, N, 1] the N, whose elements are contiguous), or -1
-// when every dim is 1 or there are none.
-int vector_dim(const Shape& domain) {
-  for (size_t d = domain.size(); d-- > 0;)
-    if (!is_unit(domain[d]))
-      return static_cast<int>(d);
-  return -1;
-}
-
 // Four consecutive elements, along the vector dim `along`: operands that
 // vary along it are read as one float4 (their dims after it are 1, as the
 // domain's, so its four elements are contiguous), operands broadcast along it
@@ -140,32 +129,14 @@ Result<std::vector<std::string>> vector_body(const EmitContext& ctx, const Shape
   if (!norm)
     return Error{norm.error()};
   const std::vector<PointwiseEmitter::NormTerms>& norm_lanes = norm.value();
-  std::vector<std::pair<ValueId, std::string>> leaves; // value, float4 variable or "" for a scalar
-  for (ValueId value : loaded_values(ctx)) {
-    const Shape& shape = ctx.fusion().value(value).type.shape;
-    // Shapes broadcast from the right: the operand's dim under the domain's.
-    const int own = static_cast<int>(shape.size()) - static_cast<int>(domain.size()) + along;
-    bool varies = own >= 0 && !is_unit(shape[static_cast<size_t>(own)]);
-    std::string name = "in" + std::to_string(value);
-    std::string offset = broadcast_offset(ctx, shape, coords);
-    if (varies)
-      body.declare(name, "const float4 " + name + " = *reinterpret_cast<const float4*>(" + ctx.value_buffer(value) +
-                             " + " + offset + ");");
-    else
-      body.declare(name, "const float " + name + " = " + ctx.value_buffer(value) + "[" + offset + "];");
-    leaves.push_back({value, varies ? name : ""});
-  }
+  const std::vector<VectorLeaf> leaves = declare_vector_leaves(ctx, domain, along, loaded_values(ctx), coords, body);
   std::vector<std::pair<ValueId, BufferId>> outputs = stored_values(ctx);
   for (size_t o = 0; o < outputs.size(); ++o)
     body.declare("out" + std::to_string(o), "float4 out" + std::to_string(o) + ";");
-  for (int lane = 0; lane < 4; ++lane) {
-    std::vector<std::string> lane_coords = coords;
-    lane_coords[static_cast<size_t>(along)] =
-        "(" + coords[static_cast<size_t>(along)] + " + " + std::to_string(lane) + ")";
+  for (int lane = 0; lane < kVectorLanes; ++lane) {
     std::vector<std::string> lines;
-    PointwiseEmitter pointwise(ctx, lines, domain, lane_coords);
-    for (const auto& [value, vector] : leaves)
-      pointwise.bind(value, vector.empty() ? "in" + std::to_string(value) : vector + "." + kLanes[lane]);
+    PointwiseEmitter pointwise(ctx, lines, domain, lane_coordinates(coords, along, lane));
+    bind_vector_leaves(leaves, lane, pointwise);
     if (!norm_lanes.empty())
       pointwise.bind_stats(ctx.step().stats_in, norm_lanes[static_cast<size_t>(lane)]);
     std::vector<std::string> results;
@@ -175,7 +146,7 @@ Result<std::vector<std::string>> vector_body(const EmitContext& ctx, const Shape
     for (const std::string& line : lines)
       body.lines().push_back("  " + line);
     for (size_t o = 0; o < outputs.size(); ++o)
-      body.lines().push_back("  out" + std::to_string(o) + "." + kLanes[lane] + " = " + results[o] + ";");
+      body.lines().push_back("  out" + std::to_string(o) + "." + kLaneNames[lane] + " = " + results[o] + ";");
     body.lines().push_back("}");
   }
   for (size_t o = 0; o < outputs.size(); ++o)

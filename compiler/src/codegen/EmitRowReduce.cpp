@@ -13,6 +13,7 @@
 #include "codegen/HookBody.h"
 #include "codegen/KernelParts.h"
 #include "codegen/PointwiseEmitter.h"
+#include "codegen/VectorLanes.h"
 #include "fusegen/OpRegistry.h"
 #include "ops/OpHelpers.h"
 #include "plan/PlanQueries.h"
@@ -88,6 +89,7 @@ struct RowShape {
   int64_t cache_floats = 0;
   int cluster = 1; // blocks sharing a segment
   int unroll = kBlockUnroll;
+  int vector_along = -1; // the dim runs of 4 adjacent elements step along, or -1: none
 };
 
 std::optional<int64_t> constant_product(const Shape& shape, size_t first, size_t last) {
@@ -159,6 +161,41 @@ int cluster_size(const EmitContext& ctx, const RowShape& row, const SizeExpr& se
   return cluster;
 }
 
+// The anchor's weight and bias in memory (none for softmax or a norm without them).
+std::vector<ValueId> affine_params(const Node& anchor) {
+  std::vector<ValueId> params;
+  const OpDef& op = plan::op_of(anchor);
+  for (const char* param : {"weight", "bias"}) {
+    const int slot = op.tensor_slot(param);
+    if (slot >= 0 && anchor.operands[static_cast<size_t>(slot)] != kNoId)
+      params.push_back(anchor.operands[static_cast<size_t>(slot)]);
+  }
+  return params;
+}
+
+// The dim along which the kernel takes runs of 4 adjacent elements
+// (row_reduce.cu "vector": 16-byte loads and stores), or -1. Runs never
+// cross a row or the row's innermost dim (a constant multiple of 4), read
+// no partial statistics, and a norm's weight and bias are contiguous along
+// the row (layer_norm) or one per run (per channel, with a spatial size
+// that is a multiple of 4).
+int vector_along(const EmitContext& ctx, const RowShape& row) {
+  const int along = vector_dim(row.input);
+  if (!row.length_value || *row.length_value % kVectorLanes != 0 || along < static_cast<int>(row.first_reduced) ||
+      !row.input[static_cast<size_t>(along)].is_constant() ||
+      row.input[static_cast<size_t>(along)].value() % kVectorLanes != 0)
+    return -1;
+  for (ValueId value : loaded_values(ctx))
+    if (ctx.is_partials(value))
+      return -1;
+  if (!affine_params(*row.anchor).empty() && plan::traits_of(*row.anchor).affine != AffineLayout::OverReducedDims) {
+    std::optional<int64_t> spatial = constant_product(row.input, 2, row.input.size());
+    if (!spatial || *spatial % kVectorLanes != 0)
+      return -1;
+  }
+  return along;
+}
+
 // Threads per segment, block size, segments per grid-stride item, cache.
 // Normalized segments of constant length are cached: teams of warp slices
 // share kCacheBytes when their rows fit; a block-wide team takes up to the
@@ -176,13 +213,17 @@ void choose_launch(const EmitContext& ctx, RowShape& row) {
   if (wide)
     row.cluster = cluster_size(ctx, row, segments, block_cache_bytes(ctx.target()) / 4);
   if (row.cluster > 1) {
-    row.cache_floats = ceil_div(*row.length_value, row.cluster);
+    // Parts are whole runs of 4 where the kernel takes them (row_reduce_main rounds alike).
+    const int64_t run = row.vector_along >= 0 ? kVectorLanes : 1;
+    row.cache_floats = ceil_div(ceil_div(*row.length_value, row.cluster), run) * run;
     row.block = row.team = row.cache_floats >= kLongClusterPart ? kLongRowBlock : kBlock;
   } else if (wide) {
     row.block = !row.length_value || *row.length_value >= kLongRow ? kLongRowBlock : kBlock;
     row.team = row.block;
     if (cacheable) {
       row.cache_floats = std::min(*row.length_value, block_cache_bytes(ctx.target()) / 4);
+      if (row.vector_along >= 0)
+        row.cache_floats -= row.cache_floats % kVectorLanes; // a run is wholly cached or not
       if (row.cache_floats * 4 > kCacheBytes)
         row.block = row.team = kLongRowBlock; // two blocks per SM: 1024 threads
     }
@@ -292,7 +333,10 @@ Result<RowShape> analyze(const EmitContext& ctx) {
   if (Status flow = check_dataflow(ctx); !flow)
     return Error{flow.error()};
   describe_segments(ctx, row);
+  row.vector_along = vector_along(ctx, row);
   choose_launch(ctx, row);
+  if (row.unroll % kVectorLanes != 0)
+    row.vector_along = -1;
   return row;
 }
 
@@ -430,6 +474,120 @@ Result<std::vector<std::string>> store_element_body(const EmitContext& ctx, cons
   return body.finish(params);
 }
 
+// ---- runs of 4 adjacent elements (row.vector_along >= 0) ----
+
+const char* kLoad4Params = "const FusegenArgs& args, long long segment, long long i";
+const char* kElement4Params =
+    "const FusegenArgs& args, long long segment, long long i, float4 value, ElementStores4& stores";
+
+// The operands the pointwise ops of this kernel load (the norm reads its
+// weight and bias itself), declared for a run at element i's coordinates.
+std::vector<VectorLeaf> declare_run_leaves(const EmitContext& ctx, const RowShape& row, Body& body) {
+  const std::vector<ValueId> params = affine_params(*row.anchor);
+  std::vector<ValueId> values;
+  for (ValueId value : loaded_values(ctx))
+    if (std::find(params.begin(), params.end(), value) == params.end())
+      values.push_back(value);
+  declare_coordinates(ctx, row.input, "index", body);
+  return declare_vector_leaves(ctx, row.input, row.vector_along, values, coord_names(row.input.size()), body, "index");
+}
+
+// Elements i .. i + 3 of a segment (i a multiple of 4), prologue applied.
+std::vector<std::string> load4_body(const EmitContext& ctx, const RowShape& row) {
+  const std::vector<std::string> params = {"args", "segment", "i"};
+  Body body;
+  if (row.vector_along < 0) {
+    body.lines().push_back("return make_float4(0.0f, 0.0f, 0.0f, 0.0f); // kVector is 1: never called");
+    return body.finish(params);
+  }
+  body.declare("index", element_index(row));
+  const std::vector<VectorLeaf> leaves = declare_run_leaves(ctx, row, body);
+  const std::vector<std::string> coords = coord_names(row.input.size());
+  body.declare("x", "float4 x;");
+  for (int lane = 0; lane < kVectorLanes; ++lane) {
+    std::vector<std::string> lines;
+    PointwiseEmitter pointwise(ctx, lines, row.input, lane_coordinates(coords, row.vector_along, lane));
+    bind_vector_leaves(leaves, lane, pointwise);
+    const std::string x = pointwise.value(row.anchor->operands[0]);
+    body.lines().push_back("{ // lane " + std::to_string(lane));
+    for (const std::string& line : lines)
+      body.lines().push_back("  " + line);
+    body.lines().push_back(std::string("  x.") + kLaneNames[lane] + " = " + x + ";");
+    body.lines().push_back("}");
+  }
+  body.lines().push_back("return x;");
+  return body.finish(params);
+}
+
+// store_element on elements i .. i + 3 at once: the norm's weight and bias
+// as one float4 each (contiguous along the row) or one float (per channel),
+// the epilogue per lane, each stored value as one float4.
+Result<std::vector<std::string>> store_element4_body(const EmitContext& ctx, const RowShape& row) {
+  const std::vector<std::string> params = {"args", "segment", "i", "value", "stores"};
+  Body body;
+  if (row.vector_along < 0 || is_reduction(*row.anchor)) {
+    body.lines().push_back("return value; // never called: kVector is 1, or a reduction writes no elements");
+    return body.finish(params);
+  }
+  body.declare("index", element_index(row));
+  const bool contiguous = plan::traits_of(*row.anchor).affine == AffineLayout::OverReducedDims;
+  std::vector<std::pair<std::string, bool>> affine_terms; // (variable, is weight)
+  if (plan::is_row_moments(*row.anchor)) {
+    body.declare("channel", "const long long channel = " + affine_index(ctx, row) + ";"); // kept where used
+    const OpDef& op = plan::op_of(*row.anchor);
+    for (const char* param : {"weight", "bias"}) {
+      const int slot = op.tensor_slot(param);
+      const ValueId tensor = slot < 0 ? kNoId : row.anchor->operands[static_cast<size_t>(slot)];
+      if (tensor == kNoId)
+        continue;
+      if (!ctx.is_materialized(tensor))
+        return Error{"internal error: " + row.anchor->op + " " + param + " is not in memory"};
+      const std::string name = std::string(param) == "weight" ? "weight" : "bias";
+      // Read-only (__ldg), as store_element reads them (EmitContext::read).
+      const std::string buffer = ctx.value_buffer(tensor);
+      body.declare(name, contiguous ? "const float4 " + name + " = __ldg(reinterpret_cast<const float4*>(" + buffer +
+                                          " + channel));"
+                                    : "const float " + name + " = " + ctx.read(tensor, "channel") + ";");
+      affine_terms.push_back({name, name == "weight"});
+    }
+  }
+  const std::vector<VectorLeaf> leaves = declare_run_leaves(ctx, row, body);
+  const std::vector<std::string> coords = coord_names(row.input.size());
+  const std::vector<std::pair<ValueId, BufferId>> stores = stage_stores(ctx, ctx.step().stages[0]);
+  for (size_t o = 0; o < stores.size(); ++o)
+    body.declare("out" + std::to_string(o), "float4 out" + std::to_string(o) + ";");
+  body.declare("folded", "float4 folded;");
+  for (int lane = 0; lane < kVectorLanes; ++lane) {
+    const std::string field = std::string(".") + kLaneNames[lane];
+    std::string y = "value" + field;
+    for (const auto& [name, is_weight] : affine_terms)
+      y = "(" + y + (is_weight ? " * " : " + ") + name + (contiguous ? field : "") + ")";
+    std::vector<std::string> lines = {"const float y = " + y + ";"};
+    PointwiseEmitter pointwise(ctx, lines, row.input, lane_coordinates(coords, row.vector_along, lane));
+    bind_vector_leaves(leaves, lane, pointwise);
+    pointwise.bind(row.anchor->result, "y");
+    std::vector<std::string> results;
+    for (const auto& stored : stores)
+      results.push_back(pointwise.value(stored.first));
+    const std::string folded = row.final_op ? pointwise.value(row.final_op->operands[0]) : "value" + field;
+    body.lines().push_back("{ // lane " + std::to_string(lane));
+    for (const std::string& line : lines)
+      body.lines().push_back("  " + line);
+    for (size_t o = 0; o < stores.size(); ++o)
+      body.lines().push_back("  out" + std::to_string(o) + field + " = " + results[o] + ";");
+    body.lines().push_back("  folded" + field + " = " + folded + ";");
+    body.lines().push_back("}");
+  }
+  for (size_t o = 0; o < stores.size(); ++o) {
+    const std::string slot = std::to_string(o);
+    body.lines().push_back("stores.at[" + slot + "] = reinterpret_cast<float4*>(" + ctx.buffer(stores[o].second) +
+                           " + index);");
+    body.lines().push_back("stores.value[" + slot + "] = out" + slot + ";");
+  }
+  body.lines().push_back("return folded;");
+  return body.finish(params);
+}
+
 // One result of the final reduction: epilogue and stores at the row's output element.
 std::vector<std::string> store_final_body(const EmitContext& ctx, const RowShape& row) {
   const std::vector<std::string> params = {"args", "item", "value"};
@@ -469,6 +627,7 @@ Result<KernelSource> emit_row_reduce(const EmitContext& ctx) {
   source.hooks["segments_per_item"] = constant_hook("kSegmentsPerItem", row.segments_per_item);
   source.hooks["cluster_size"] = constant_hook("kClusterSize", row.cluster);
   source.hooks["unroll"] = constant_hook("kUnroll", row.unroll);
+  source.hooks["vector"] = constant_hook("kVector", row.vector_along >= 0 ? kVectorLanes : 1);
   source.hooks["cache_floats"] = constant_hook("kCacheFloats", row.cache_floats);
   source.hooks["anchor"] = constant_text_hook("int", "kAnchor", *anchor_constant(*row.anchor));
   source.hooks["final_op"] =
@@ -478,12 +637,17 @@ Result<KernelSource> emit_row_reduce(const EmitContext& ctx) {
   source.hooks["num_segments"] = args_function_hook("long long", "num_segments", row.segments);
   source.hooks["segment_length"] = args_function_hook("long long", "segment_length", row.length);
   source.hooks["load"] = function_hook("float", "load", kLoadParams, load_body(ctx, row));
+  source.hooks["load4"] = function_hook("float4", "load4", kLoad4Params, load4_body(ctx, row));
   source.hooks["store_segment"] = function_hook(
       "void", "store_segment", "const FusegenArgs& args, long long segment, float value", store_segment_body(ctx, row));
   const int element_stores =
       is_reduction(*row.anchor) ? 0 : static_cast<int>(stage_stores(ctx, ctx.step().stages[0]).size());
   source.hooks["element_stores"] = constant_hook("kElementStores", element_stores);
   source.hooks["store_element"] = function_hook("float", "store_element", kElementParams, element.value());
+  Result<std::vector<std::string>> element4 = store_element4_body(ctx, row);
+  if (!element4)
+    return Error{element4.error()};
+  source.hooks["store_element4"] = function_hook("float4", "store_element4", kElement4Params, element4.value());
   source.hooks["store_final"] = function_hook(
       "void", "store_final", "const FusegenArgs& args, long long item, float value", store_final_body(ctx, row));
   // A cluster's 512-thread parts are chosen for two blocks per SM. A write

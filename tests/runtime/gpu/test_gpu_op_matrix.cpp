@@ -239,6 +239,20 @@ void long_row_cases(std::vector<MatrixCase>& out) {
                  "fusion f {\n  input x : f32[N, 30000]\n  param w : f32[30000]\n  param b : f32[30000]\n"
                  "  output y0 = layer_norm(x, 30000, weight=w, bias=b)\n  output y1 = log_softmax(x, dim=1)\n}\n",
                  {160}});
+  // Runs of 4 adjacent elements (row lengths that are multiples of 4): a
+  // chunk's tail past the last whole chunk (2052 = 2048 + 4), epilogue
+  // operands along the row and per row, group_norm's per-channel params over
+  // a spatial size of 48, rows in warp slices (20) and few rows of 10004 over
+  // clusters whose parts round up to whole runs (1252, the last 1240).
+  out.push_back({"vector_rows",
+                 "fusion f {\n  input x : f32[N, 2052]\n  input v : f32[2052]\n  input c : f32[N, 1]\n"
+                 "  input g : f32[N, 8, 4, 12]\n  input s : f32[N, 20]\n  input t : f32[N, 10004]\n"
+                 "  param w : f32[2052]\n  param b : f32[2052]\n  param gw : f32[8]\n  param gb : f32[8]\n"
+                 "  output y0 = layer_norm(x * 0.5, 2052, weight=w, bias=b) * v + c\n"
+                 "  output y1 = softmax(x, dim=1) - v\n  output y2 = group_norm(g, 4, weight=gw, bias=gb)\n"
+                 "  output y3 = log_softmax(s, dim=1)\n  output y4 = layer_norm(t, 10004) + 1.0\n"
+                 "  output y5 = softmax(t, dim=1)\n}\n",
+                 {1, 2, 5}});
   // Constants exact in float and double, so both sides see the same zeros.
   for (int length : {1000, 16000, 40000, 70000}) {
     std::string l = std::to_string(length);
