@@ -292,6 +292,35 @@ TEST(CodegenReduce, WritePassDefersStoresOnlyBehindLoads) {
   EXPECT_TRUE(contains(kernel_text(code, "n_log_softmax_long_k0"), "constexpr bool kDeferElementStores = false;"));
 }
 
+// A warp slice's lanes and elements a lane per chunk: at most 8 elements,
+// 16 for softmax and log_softmax over rows of 256 or more.
+TEST(CodegenReduce, WarpSliceLanesFollowTheRowAndTheOp) {
+  struct Case {
+    std::string body;
+    int team;
+    int unroll;
+  };
+  const Case cases[] = {
+      {"output y = softmax(x, dim=1)", 16, 16},
+      {"output y = log_softmax(x, dim=1)", 16, 16},
+      {"output y = layer_norm(x, 256)", 32, 8},
+      {"output y = sum(x, dim=1)", 32, 8},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body);
+    std::vector<Plan> plans = plans_of("fusion w {\n  input x : f32[N, 256]\n  " + c.body + "\n}\n", {{"N", 64}});
+    const std::string text = kernel_text(generate(plans), "w_k0");
+    EXPECT_TRUE(contains(text, "constexpr int kTeamSize = " + std::to_string(c.team) + ";"));
+    EXPECT_TRUE(contains(text, "constexpr int kUnroll = " + std::to_string(c.unroll) + ";"));
+  }
+  // Shorter softmax rows keep 8: rows of 100 on 16 lanes.
+  const std::string short_rows = kernel_text(
+      generate(plans_of("fusion w {\n  input x : f32[N, 100]\n  output y = softmax(x, dim=1)\n}\n", {{"N", 64}})),
+      "w_k0");
+  EXPECT_TRUE(contains(short_rows, "constexpr int kTeamSize = 16;"));
+  EXPECT_TRUE(contains(short_rows, "constexpr int kUnroll = 8;"));
+}
+
 TEST(CodegenReduce, ShortRowsShareABlockAndCacheInSharedMemory) {
   FUSEGEN_SKIP_WITHOUT_NVRTC();
   std::vector<Plan> plans = plans_of(kRowNormalizations, {{"N", 64}, {"C", 12}, {"H", 9}, {"W", 7}});
@@ -307,8 +336,11 @@ TEST(CodegenReduce, ShortRowsShareABlockAndCacheInSharedMemory) {
   EXPECT_EQ(launch.grid[0].value, 1);
   EXPECT_EQ(launch.block, 256);
   EXPECT_EQ(launch.shared_bytes, 256 * 5 * 4);
-  // n_softmax: rows of 1000 floats, one warp each, 8 per block: 32000 bytes of cache.
+  // n_softmax: rows of 1000 floats, one warp each, 8 per block: 32000 bytes
+  // of cache; up to 16 elements a lane per chunk (softmax over rows of 256
+  // or more).
   EXPECT_TRUE(contains(kernel_text(code, "n_softmax_k0"), "constexpr int kTeamSize = 32;"));
+  EXPECT_TRUE(contains(kernel_text(code, "n_softmax_k0"), "constexpr int kUnroll = 16;"));
   EXPECT_EQ(launch_of(code, "n_softmax").shared_bytes, 8 * 1000 * 4);
   EXPECT_EQ(launch_of(code, "n_softmax").grid[0].value, 8);
   // n_gn: (sample, group) rows of 8 channels * 256: a block each, cached.

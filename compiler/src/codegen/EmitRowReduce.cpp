@@ -53,12 +53,17 @@ constexpr int64_t kSoftmaxClusterPartTarget = 12288;
 constexpr int64_t kLongClusterPart = 12288;
 // Loads a thread issues before using any. A block-wide team: 8 (1024
 // threads x 8 floats = 32 KiB in flight per SM covers the memory latency).
-// A warp slice has ceil(length / kWarpSliceUnrollMax) lanes (a power of
-// two, at most 32) and takes its elements per lane up to that many, so a
-// row is read in few round trips and a short one shuffles over few lanes
-// (softmax [262144, 64] on an H100: 0.104 -> 0.057 ms; bench/NOTES.md v54).
+// A warp slice has ceil(length / its unroll limit) lanes (a power of two,
+// at most 32) and takes its elements per lane up to that many, so a row is
+// read in few round trips and a short one shuffles over few lanes (softmax
+// [262144, 64] on an H100: 0.104 -> 0.057 ms; bench/NOTES.md v54). The
+// limit is 8, and 16 for softmax and log_softmax over rows of 256 or more
+// (softmax [65536, 256] 0.054 -> 0.051 ms; layer_norm over 1024 and
+// softmax over 64 or 100 were 1-4% slower with it; v58).
 constexpr int kBlockUnroll = 8;
 constexpr int kWarpSliceUnrollMax = 8;
+constexpr int kSoftmaxWarpSliceUnrollMax = 16;
+constexpr int64_t kSoftmaxLongWarpSliceRow = 256;
 
 // ---- what the kernel computes ----
 
@@ -196,6 +201,13 @@ int vector_along(const EmitContext& ctx, const RowShape& row) {
   return along;
 }
 
+// The most elements a lane of a warp slice takes in one chunk (above).
+int warp_slice_unroll_max(const RowShape& row) {
+  const bool softmax = !is_reduction(*row.anchor) && !plan::is_row_moments(*row.anchor);
+  return softmax && row.length_value && *row.length_value >= kSoftmaxLongWarpSliceRow ? kSoftmaxWarpSliceUnrollMax
+                                                                                      : kWarpSliceUnrollMax;
+}
+
 // Threads per segment, block size, segments per grid-stride item, cache.
 // Normalized segments of constant length are cached: teams of warp slices
 // share kCacheBytes when their rows fit; a block-wide team takes up to the
@@ -228,7 +240,7 @@ void choose_launch(const EmitContext& ctx, RowShape& row) {
         row.block = row.team = kLongRowBlock; // two blocks per SM: 1024 threads
     }
   } else {
-    row.team = power_of_two_at_least(ceil_div(*row.length_value, kWarpSliceUnrollMax), 32);
+    row.team = power_of_two_at_least(ceil_div(*row.length_value, warp_slice_unroll_max(row)), 32);
     // With a final reduction a block handles one row: just enough teams for its segments.
     row.block = row.final_op ? std::clamp(row.team * power_of_two_at_least(row.groups, kBlock), 32, kBlock) : kBlock;
     if (cacheable && row.block / row.team * *row.length_value * 4 <= kCacheBytes)
@@ -236,7 +248,7 @@ void choose_launch(const EmitContext& ctx, RowShape& row) {
   }
   if (row.team < row.block) {
     const int64_t per_lane = ceil_div(*row.length_value, row.team);
-    row.unroll = power_of_two_at_least(per_lane, kWarpSliceUnrollMax);
+    row.unroll = power_of_two_at_least(per_lane, warp_slice_unroll_max(row));
   }
   int teams = row.block / row.team;
   row.segments_per_item = row.final_op ? static_cast<int>(row.groups) : teams;
