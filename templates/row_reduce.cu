@@ -47,11 +47,10 @@
 //   "segments_per_item" constexpr int kSegmentsPerItem  segments per grid-stride item
 //   "unroll"            constexpr int kUnroll           loads in flight per thread and step (1..32)
 //   "vector"            constexpr int kVector           1, or 4: a thread takes runs of 4 adjacent
-//                                                       elements and a whole chunk goes through
-//                                                       load4 and store_element4 (16-byte accesses;
-//                                                       the generator's promise: the segment
-//                                                       length and kCacheFloats are multiples of 4,
-//                                                       and so is kUnroll)
+//                                                       elements, each through load4 and
+//                                                       store_element4 (16-byte accesses; the
+//                                                       generator's promise: the segment length,
+//                                                       kCacheFloats and kUnroll are multiples of 4)
 //   "cluster_size"      constexpr int kClusterSize      blocks sharing a segment (1: none);
 //                                                       > 1 declares __cluster_dims__(kClusterSize,
 //                                                       1, 1) on the entry, and grid.x is kClusterSize
