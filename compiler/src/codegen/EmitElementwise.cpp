@@ -139,15 +139,10 @@ Result<std::vector<std::string>> vector_body(const EmitContext& ctx, const Shape
     bind_vector_leaves(leaves, lane, pointwise);
     if (!norm_lanes.empty())
       pointwise.bind_stats(ctx.step().stats_in, norm_lanes[static_cast<size_t>(lane)]);
-    std::vector<std::string> results;
-    for (const auto& output : outputs)
-      results.push_back(pointwise.value(output.first));
-    body.lines().push_back("{ // lane " + std::to_string(lane));
-    for (const std::string& line : lines)
-      body.lines().push_back("  " + line);
+    std::vector<std::pair<std::string, std::string>> fields;
     for (size_t o = 0; o < outputs.size(); ++o)
-      body.lines().push_back("  out" + std::to_string(o) + "." + kLaneNames[lane] + " = " + results[o] + ";");
-    body.lines().push_back("}");
+      fields.push_back({"out" + std::to_string(o), pointwise.value(outputs[o].first)});
+    append_lane_block(body, lane, lines, fields);
   }
   for (size_t o = 0; o < outputs.size(); ++o)
     body.lines().push_back("*reinterpret_cast<float4*>(" + ctx.buffer(outputs[o].second) + " + index) = out" +

@@ -166,14 +166,20 @@ int cluster_size(const EmitContext& ctx, const RowShape& row, const SizeExpr& se
   return cluster;
 }
 
-// The anchor's weight and bias in memory (none for softmax or a norm without them).
-std::vector<ValueId> affine_params(const Node& anchor) {
-  std::vector<ValueId> params;
+// A norm's weight or bias, as the anchor has them (none for softmax or a
+// norm without them), in that order.
+struct AffineParam {
+  std::string name; // "weight" or "bias"
+  ValueId value;
+};
+
+std::vector<AffineParam> affine_params(const Node& anchor) {
+  std::vector<AffineParam> params;
   const OpDef& op = plan::op_of(anchor);
   for (const char* param : {"weight", "bias"}) {
     const int slot = op.tensor_slot(param);
     if (slot >= 0 && anchor.operands[static_cast<size_t>(slot)] != kNoId)
-      params.push_back(anchor.operands[static_cast<size_t>(slot)]);
+      params.push_back({param, anchor.operands[static_cast<size_t>(slot)]});
   }
   return params;
 }
@@ -344,6 +350,9 @@ Result<RowShape> analyze(const EmitContext& ctx) {
   }
   if (Status flow = check_dataflow(ctx); !flow)
     return Error{flow.error()};
+  for (const AffineParam& param : affine_params(*row.anchor))
+    if (!ctx.is_materialized(param.value))
+      return Error{"internal error: " + row.anchor->op + " " + param.name + " is not in memory"};
   describe_segments(ctx, row);
   row.vector_along = vector_along(ctx, row);
   choose_launch(ctx, row);
@@ -422,19 +431,10 @@ std::string affine_index(const EmitContext& ctx, const RowShape& row) {
 }
 
 // `value` with the normalization's optional weight and bias applied.
-Result<std::string> affine(const EmitContext& ctx, const RowShape& row, Body& body) {
-  const OpDef& op = plan::op_of(*row.anchor);
+std::string affine(const EmitContext& ctx, const RowShape& row, Body& body) {
   std::string result = "value";
-  for (const char* param : {"weight", "bias"}) {
-    int slot = op.tensor_slot(param);
-    ValueId tensor = slot < 0 ? kNoId : row.anchor->operands[static_cast<size_t>(slot)];
-    if (tensor == kNoId)
-      continue;
-    if (!ctx.is_materialized(tensor))
-      return Error{"internal error: " + row.anchor->op + " " + param + " is not in memory"};
-    std::string element = ctx.read(tensor, "channel");
-    result = "(" + result + (std::string(param) == "weight" ? " * " : " + ") + element + ")";
-  }
+  for (const AffineParam& param : affine_params(*row.anchor))
+    result = "(" + result + (param.name == "weight" ? " * " : " + ") + ctx.read(param.value, "channel") + ")";
   if (result != "value")
     body.declare("channel", "const long long channel = " + affine_index(ctx, row) + ";");
   return result;
@@ -458,7 +458,7 @@ bool element_reads_memory(const EmitContext& ctx, const RowShape& row) {
 
 // One normalized element: affine params, epilogue, stores; returns what the
 // final reduction folds.
-Result<std::vector<std::string>> store_element_body(const EmitContext& ctx, const RowShape& row) {
+std::vector<std::string> store_element_body(const EmitContext& ctx, const RowShape& row) {
   const std::vector<std::string> params = {"args", "segment", "i", "value", "stores"};
   Body body;
   if (is_reduction(*row.anchor)) {
@@ -468,11 +468,9 @@ Result<std::vector<std::string>> store_element_body(const EmitContext& ctx, cons
   body.declare("index", element_index(row));
   std::string result = "value"; // softmax, or a normalization without weight and bias
   if (plan::is_row_moments(*row.anchor)) {
-    Result<std::string> scaled = affine(ctx, row, body);
-    if (!scaled)
-      return Error{scaled.error()};
-    if (scaled.value() != "value") {
-      body.declare("y", "const float y = " + scaled.value() + ";");
+    const std::string scaled = affine(ctx, row, body);
+    if (scaled != "value") {
+      body.declare("y", "const float y = " + scaled + ";");
       result = "y";
     }
   }
@@ -495,10 +493,10 @@ const char* kElement4Params =
 // The operands the pointwise ops of this kernel load (the norm reads its
 // weight and bias itself), declared for a run at element i's coordinates.
 std::vector<VectorLeaf> declare_run_leaves(const EmitContext& ctx, const RowShape& row, Body& body) {
-  const std::vector<ValueId> params = affine_params(*row.anchor);
+  const std::vector<AffineParam> params = affine_params(*row.anchor);
   std::vector<ValueId> values;
   for (ValueId value : loaded_values(ctx))
-    if (std::find(params.begin(), params.end(), value) == params.end())
+    if (std::none_of(params.begin(), params.end(), [&](const AffineParam& param) { return param.value == value; }))
       values.push_back(value);
   declare_coordinates(ctx, row.input, "index", body);
   return declare_vector_leaves(ctx, row.input, row.vector_along, values, coord_names(row.input.size()), body, "index");
@@ -520,12 +518,7 @@ std::vector<std::string> load4_body(const EmitContext& ctx, const RowShape& row)
     std::vector<std::string> lines;
     PointwiseEmitter pointwise(ctx, lines, row.input, lane_coordinates(coords, row.vector_along, lane));
     bind_vector_leaves(leaves, lane, pointwise);
-    const std::string x = pointwise.value(row.anchor->operands[0]);
-    body.lines().push_back("{ // lane " + std::to_string(lane));
-    for (const std::string& line : lines)
-      body.lines().push_back("  " + line);
-    body.lines().push_back(std::string("  x.") + kLaneNames[lane] + " = " + x + ";");
-    body.lines().push_back("}");
+    append_lane_block(body, lane, lines, {{"x", pointwise.value(row.anchor->operands[0])}});
   }
   body.lines().push_back("return x;");
   return body.finish(params);
@@ -534,7 +527,7 @@ std::vector<std::string> load4_body(const EmitContext& ctx, const RowShape& row)
 // store_element on elements i .. i + 3 at once: the norm's weight and bias
 // as one float4 each (contiguous along the row) or one float (per channel),
 // the epilogue per lane, each stored value as one float4.
-Result<std::vector<std::string>> store_element4_body(const EmitContext& ctx, const RowShape& row) {
+std::vector<std::string> store_element4_body(const EmitContext& ctx, const RowShape& row) {
   const std::vector<std::string> params = {"args", "segment", "i", "value", "stores"};
   Body body;
   if (row.vector_along < 0 || is_reduction(*row.anchor)) {
@@ -543,25 +536,14 @@ Result<std::vector<std::string>> store_element4_body(const EmitContext& ctx, con
   }
   body.declare("index", element_index(row));
   const bool contiguous = plan::traits_of(*row.anchor).affine == AffineLayout::OverReducedDims;
-  std::vector<std::pair<std::string, bool>> affine_terms; // (variable, is weight)
-  if (plan::is_row_moments(*row.anchor)) {
-    body.declare("channel", "const long long channel = " + affine_index(ctx, row) + ";"); // kept where used
-    const OpDef& op = plan::op_of(*row.anchor);
-    for (const char* param : {"weight", "bias"}) {
-      const int slot = op.tensor_slot(param);
-      const ValueId tensor = slot < 0 ? kNoId : row.anchor->operands[static_cast<size_t>(slot)];
-      if (tensor == kNoId)
-        continue;
-      if (!ctx.is_materialized(tensor))
-        return Error{"internal error: " + row.anchor->op + " " + param + " is not in memory"};
-      const std::string name = std::string(param) == "weight" ? "weight" : "bias";
-      // Read-only (__ldg), as store_element reads them (EmitContext::read).
-      const std::string buffer = ctx.value_buffer(tensor);
-      body.declare(name, contiguous ? "const float4 " + name + " = __ldg(reinterpret_cast<const float4*>(" + buffer +
-                                          " + channel));"
-                                    : "const float " + name + " = " + ctx.read(tensor, "channel") + ";");
-      affine_terms.push_back({name, name == "weight"});
-    }
+  const std::vector<AffineParam> affine = affine_params(*row.anchor);
+  if (!affine.empty())
+    body.declare("channel", "const long long channel = " + affine_index(ctx, row) + ";");
+  for (const AffineParam& param : affine) {
+    // Read-only (__ldg), as store_element reads them (EmitContext::read).
+    body.declare(param.name, contiguous ? "const float4 " + param.name + " = __ldg(reinterpret_cast<const float4*>(" +
+                                              ctx.value_buffer(param.value) + " + channel));"
+                                        : "const float " + param.name + " = " + ctx.read(param.value, "channel") + ";");
   }
   const std::vector<VectorLeaf> leaves = declare_run_leaves(ctx, row, body);
   const std::vector<std::string> coords = coord_names(row.input.size());
@@ -572,23 +554,17 @@ Result<std::vector<std::string>> store_element4_body(const EmitContext& ctx, con
   for (int lane = 0; lane < kVectorLanes; ++lane) {
     const std::string field = std::string(".") + kLaneNames[lane];
     std::string y = "value" + field;
-    for (const auto& [name, is_weight] : affine_terms)
-      y = "(" + y + (is_weight ? " * " : " + ") + name + (contiguous ? field : "") + ")";
+    for (const AffineParam& param : affine)
+      y = "(" + y + (param.name == "weight" ? " * " : " + ") + param.name + (contiguous ? field : "") + ")";
     std::vector<std::string> lines = {"const float y = " + y + ";"};
     PointwiseEmitter pointwise(ctx, lines, row.input, lane_coordinates(coords, row.vector_along, lane));
     bind_vector_leaves(leaves, lane, pointwise);
     pointwise.bind(row.anchor->result, "y");
-    std::vector<std::string> results;
-    for (const auto& stored : stores)
-      results.push_back(pointwise.value(stored.first));
-    const std::string folded = row.final_op ? pointwise.value(row.final_op->operands[0]) : "value" + field;
-    body.lines().push_back("{ // lane " + std::to_string(lane));
-    for (const std::string& line : lines)
-      body.lines().push_back("  " + line);
+    std::vector<std::pair<std::string, std::string>> fields;
     for (size_t o = 0; o < stores.size(); ++o)
-      body.lines().push_back("  out" + std::to_string(o) + field + " = " + results[o] + ";");
-    body.lines().push_back("  folded" + field + " = " + folded + ";");
-    body.lines().push_back("}");
+      fields.push_back({"out" + std::to_string(o), pointwise.value(stores[o].first)});
+    fields.push_back({"folded", row.final_op ? pointwise.value(row.final_op->operands[0]) : "value" + field});
+    append_lane_block(body, lane, lines, fields);
   }
   for (size_t o = 0; o < stores.size(); ++o) {
     const std::string slot = std::to_string(o);
@@ -628,9 +604,6 @@ Result<KernelSource> emit_row_reduce(const EmitContext& ctx) {
   const RowShape& row = analyzed.value();
   if (stored_values(ctx).empty())
     return Error{"internal error: row_reduce kernel " + ctx.step().name + " stores nothing"};
-  Result<std::vector<std::string>> element = store_element_body(ctx, row);
-  if (!element)
-    return Error{element.error()};
 
   KernelSource source;
   source.template_file = "row_reduce.cu";
@@ -655,11 +628,9 @@ Result<KernelSource> emit_row_reduce(const EmitContext& ctx) {
   const int element_stores =
       is_reduction(*row.anchor) ? 0 : static_cast<int>(stage_stores(ctx, ctx.step().stages[0]).size());
   source.hooks["element_stores"] = constant_hook("kElementStores", element_stores);
-  source.hooks["store_element"] = function_hook("float", "store_element", kElementParams, element.value());
-  Result<std::vector<std::string>> element4 = store_element4_body(ctx, row);
-  if (!element4)
-    return Error{element4.error()};
-  source.hooks["store_element4"] = function_hook("float4", "store_element4", kElement4Params, element4.value());
+  source.hooks["store_element"] = function_hook("float", "store_element", kElementParams, store_element_body(ctx, row));
+  source.hooks["store_element4"] =
+      function_hook("float4", "store_element4", kElement4Params, store_element4_body(ctx, row));
   source.hooks["store_final"] = function_hook(
       "void", "store_final", "const FusegenArgs& args, long long item, float value", store_final_body(ctx, row));
   // A cluster's 512-thread parts are chosen for two blocks per SM. A write

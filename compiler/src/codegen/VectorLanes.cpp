@@ -42,4 +42,14 @@ void bind_vector_leaves(const std::vector<VectorLeaf>& leaves, int lane, Pointwi
     pointwise.bind(leaf.value, leaf.varies ? leaf.name + "." + kLaneNames[lane] : leaf.name);
 }
 
+void append_lane_block(Body& body, int lane, const std::vector<std::string>& lines,
+                       const std::vector<std::pair<std::string, std::string>>& fields) {
+  body.lines().push_back("{ // lane " + std::to_string(lane));
+  for (const std::string& line : lines)
+    body.lines().push_back("  " + line);
+  for (const auto& [variable, value] : fields)
+    body.lines().push_back("  " + variable + "." + kLaneNames[lane] + " = " + value + ";");
+  body.lines().push_back("}");
+}
+
 } // namespace fusegen::codegen

@@ -45,4 +45,10 @@ std::vector<std::string> lane_coordinates(const std::vector<std::string>& coords
 // Binds each leaf's value for lane `lane` in `pointwise`.
 void bind_vector_leaves(const std::vector<VectorLeaf>& leaves, int lane, PointwiseEmitter& pointwise);
 
+// Appends lane `lane`'s block to `body`, in braces of its own (each lane
+// declares the same temporaries): its pointwise `lines`, then each
+// (float4 variable, value) of `fields` assigned to that variable's lane.
+void append_lane_block(Body& body, int lane, const std::vector<std::string>& lines,
+                       const std::vector<std::pair<std::string, std::string>>& fields);
+
 } // namespace fusegen::codegen
