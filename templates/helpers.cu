@@ -57,16 +57,37 @@ __device__ __forceinline__ void fusegen_grid_dependencies() {
   fusegen_grid_launch_dependents();
 }
 
-// Thread-block clusters (sm_90): a cluster's blocks synchronize and read
-// each other's shared memory (split-K shares in gemm.cu, a long row's
-// statistics in row_reduce.cu). No-ops below sm_90, where no cluster runs.
-
 // The shared-memory window address of `pointer` (this block's shared memory).
 __device__ __forceinline__ unsigned int fusegen_shared_address(const void* pointer) {
   unsigned int address;
   asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(address) : "l"(pointer));
   return address;
 }
+
+// cp.async (sm_80): copies into shared memory that run behind the thread's
+// work, in groups it commits and waits for (gemm.cu's and skinny_gemm.cu's
+// pipelines).
+
+// Copies 16 bytes from global to shared memory without passing through
+// registers; a null source writes zeros (src-size 0 reads nothing, so any
+// valid address may stand in for it).
+__device__ __forceinline__ void fusegen_copy16_async(float* destination, const float* source, const float* stand_in) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(fusegen_shared_address(destination)),
+               "l"(source ? source : stand_in), "r"(source ? 16 : 0)
+               : "memory");
+}
+
+__device__ __forceinline__ void fusegen_copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+// Waits until at most kPending committed copy groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void fusegen_copy_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+// Thread-block clusters (sm_90): a cluster's blocks synchronize and read
+// each other's shared memory (split-K shares in gemm.cu, a long row's
+// statistics in row_reduce.cu). No-ops below sm_90, where no cluster runs.
 
 // The calling block's rank in its cluster (0 without one).
 __device__ __forceinline__ unsigned int fusegen_cluster_rank() {

@@ -26,8 +26,21 @@
 // order, and epilogue() runs once per output element. Every sum is in a fixed
 // order: results are deterministic for a given launch.
 //
+// Tiled (kTiled; up to 64 rows, B along k, 16-byte vectors; the generator
+// takes it from 13 to 48 rows in strict precision): with more rows,
+// reading A per vector of B makes A's traffic the limit, and an M x K tile
+// of A does not fit a thread's registers. So a block stages kRows rows of A
+// and kTileCols columns of B, kTileK deep, in a kStages-deep cp.async
+// pipeline, and each thread takes kRows / 8 rows x kTileCols / 32 columns
+// of the tile: per 4 k, kRows / 8 + kTileCols / 32 16-byte shared loads feed
+// kRows * kTileCols / 64 FMAs. kSplit blocks (a thread-block cluster) share a
+// block of columns, each over its share of k; their partial tiles meet
+// through distributed shared memory, added in rank order, and rank r runs
+// the epilogue of the r-th kSplit-th of the tile's elements.
+//
 // Grid: x over (block of columns, tile of kRows rows) pairs, z over
-// batches; each loops with the grid's stride, so any extent fits.
+// batches; each loops with the grid's stride, so any extent fits. Tiled: x
+// is blocks of columns times kSplit exactly, z loops over batches.
 //
 // Hook contract (checked by fusegen-template-tool against hooks/SkinnyGemmHooks.h):
 //   "warps"         constexpr int kWarps       warps per block splitting K: 1, 2, 4 or 8
@@ -38,6 +51,13 @@
 //                                  and B; along n: of B); the contiguous extents
 //                                  and every base are multiples of 4
 //   "b_along_k"     constexpr bool kBAlongK    B's consecutive k are adjacent in memory
+//   "tiled"         constexpr bool kTiled      the tiled form above (kWarps 8, kRows 8..64 in
+//                                  steps of 8 and at least the rows, kVector 4, kBAlongK)
+//   "tile_cols"     constexpr int kTileCols    tiled: columns per block (32, 64, 96 or 128)
+//   "split"         constexpr int kSplit       tiled: blocks sharing a block of columns over k
+//                                  (1..8; above 1 the entry declares a cluster of kSplit along x)
+//   "stages"        constexpr int kStages      tiled: copies in flight (2..4); the launch's dynamic
+//                                  shared memory is kTiledSharedFloats * 4 bytes
 //   "rows" / "batches" / "cols" / "depth"
 //                   long long gemm_rows(args) ...   extents M, batch count, N, K
 //   "a_offset"      long long a_offset(args, batch)   base offset of A for a batch
@@ -66,6 +86,14 @@ FUSEGEN_HOOK("block_cols") constexpr int kCols = 4;
 FUSEGEN_HOOK("vector") constexpr int kVector = 4;
 
 FUSEGEN_HOOK("b_along_k") constexpr bool kBAlongK = true;
+
+FUSEGEN_HOOK("tiled") constexpr bool kTiled = false;
+
+FUSEGEN_HOOK("tile_cols") constexpr int kTileCols = 128;
+
+FUSEGEN_HOOK("split") constexpr int kSplit = 1;
+
+FUSEGEN_HOOK("stages") constexpr int kStages = 4;
 
 FUSEGEN_HOOK("rows")
 __device__ __forceinline__ long long gemm_rows(const FusegenArgs& args) { return args.dim[0]; }
@@ -117,17 +145,24 @@ __device__ __forceinline__ float epilogue(const FusegenArgs& args, long long bat
 // ---- geometry ----
 
 static_assert(kWarps == 1 || kWarps == 2 || kWarps == 4 || kWarps == 8, "kWarps is 1, 2, 4 or 8");
-static_assert(kRows >= 1 && kRows <= 32, "a tile holds 1 to 32 rows");
+static_assert(kRows >= 1 && kRows <= (kTiled ? 64 : 32), "a tile holds 1 to 32 rows, tiled up to 64");
 static_assert(kCols >= 1 && kCols <= 8, "a block owns 1 to 8 columns along k");
 static_assert(kVector == 1 || kVector == 4, "scalar or 16-byte loads");
+static_assert(!kTiled || (kWarps == 8 && kRows % 8 == 0 && kVector == 4 && kBAlongK),
+              "tiled: 8 warps, rows in steps of 8, 16-byte vectors along k");
+// 128 columns of 64 rows hold 32 accumulators a thread; 256 spilled under
+// the two-blocks-per-SM register bound.
+static_assert(!kTiled || (kTileCols % 32 == 0 && kTileCols >= 32 && kTileCols <= 128), "tiled: 32 to 128 columns");
+static_assert(kSplit >= 1 && kSplit <= 8 && (kTiled || kSplit == 1), "a split of 1 to 8 blocks, tiled only");
+static_assert(kStages >= 2 && kStages <= 4, "2 to 4 stages in flight");
 
 constexpr int kThreads = kWarps * 32;
 constexpr int kBlockCols = kBAlongK ? kCols : 32 * kVector; // columns a block owns
 constexpr int kLaneCols = kBAlongK ? kCols : kVector;       // accumulators per row and lane
 constexpr int kChunk = kBAlongK ? 32 * kVector : 1;         // k per warp step
 constexpr int kAlongNSteps = 4;                             // loads of B in flight per lane along n (8: ptxas spills)
-static_assert(kRows * kLaneCols <= 64, "at most 64 accumulators per thread");
-static_assert(kWarps * kRows * kBlockCols * 4 <= 48 * 1024, "the partial sums fit in static shared memory");
+static_assert(kTiled || kRows * kLaneCols <= 64, "at most 64 accumulators per thread");
+static_assert(kTiled || kWarps * kRows * kBlockCols * 4 <= 48 * 1024, "the partial sums fit in static shared memory");
 
 template <int kWidth> struct SkinnyVector { float v[kWidth]; };
 
@@ -222,7 +257,7 @@ __device__ __forceinline__ void skinny_accumulate_along_n(const FusegenArgs& arg
     skinny_step_along_n(args, a_base, m0, rows, k, skinny_load<kVector>(b_address(args, b_base, k, n)), acc);
 }
 
-__device__ __forceinline__ void skinny_gemm_main(const FusegenArgs& args) {
+__device__ __forceinline__ void skinny_rows_main(const FusegenArgs& args) {
   __shared__ float partial[kWarps][kRows][kBlockCols];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const long long rows = gemm_rows(args), cols = gemm_cols(args), depth = gemm_depth(args);
@@ -276,7 +311,179 @@ __device__ __forceinline__ void skinny_gemm_main(const FusegenArgs& args) {
   }
 }
 
+// ---- tiled: rows and columns staged in shared memory ----
+
+constexpr int kTileK = 32;                               // k per stage
+constexpr int kTileStride = kTileK + 4;                  // floats per staged row: 16-byte aligned, and a warp's
+                                                         // float4 reads (4 rows or 8 columns) fall in distinct banks
+constexpr int kThreadRows = kTiled ? kRows / 8 : 1;      // a thread's rows, 8 apart
+constexpr int kThreadCols = kTiled ? kTileCols / 32 : 1; // a thread's columns, 32 apart
+constexpr int kStageFloats = (kRows + kTileCols) * kTileStride;
+constexpr int kPartStride = kTileCols + 8; // a warp's 4 rows x 8 columns of partial sums in distinct banks
+constexpr int kTiledSharedFloats =
+    kStages * kStageFloats > kRows* kPartStride ? kStages* kStageFloats : kRows* kPartStride;
+static_assert(!kTiled || kTiledSharedFloats * 4 <= 227 * 1024, "tiled: the stages fit a block's shared memory");
+
+constexpr int kVectorsPerRow = kTileK / 4;
+constexpr int kStageVectors = (kRows + kTileCols) * kVectorsPerRow;
+constexpr int kThreadCopies = (kStageVectors + kThreads - 1) / kThreads; // 16-byte copies per thread and stage
+
+// Where the thread's copies of the first stage read: copy v is vector
+// threadIdx.x + v * kThreads of a stage (A's kRows rows, then B's kTileCols
+// columns, kVectorsPerRow vectors each); null past the tile's rows, the
+// block's columns or the stage. A and B run along k, so a later stage reads
+// the same addresses plus its k.
+__device__ __forceinline__ void skinny_copy_sources(const FusegenArgs& args, long long a_base, long long b_base,
+                                                    int rows, long long n0, int cols, long long k_begin,
+                                                    const float* (&sources)[kThreadCopies]) {
+#pragma unroll
+  for (int v = 0; v < kThreadCopies; ++v) {
+    const int i = static_cast<int>(threadIdx.x) + v * kThreads;
+    const int r = i / kVectorsPerRow, k = (i % kVectorsPerRow) * 4;
+    sources[v] = nullptr;
+    if (i < kStageVectors && r < kRows && r < rows)
+      sources[v] = a_address(args, a_base, r, k_begin + k);
+    else if (i < kStageVectors && r >= kRows && r - kRows < cols)
+      sources[v] = b_address(args, b_base, k_begin + k, n0 + (r - kRows));
+  }
+}
+
+// Copies the stage `offset` floats along k past the first (zeros where a
+// source is null or its k is at or past `depth_left` from the first).
+__device__ __forceinline__ void skinny_copy_stage(float* stage, const float* (&sources)[kThreadCopies], int offset,
+                                                  long long depth_left, const float* stand_in) {
+#pragma unroll
+  for (int v = 0; v < kThreadCopies; ++v) {
+    const int i = static_cast<int>(threadIdx.x) + v * kThreads;
+    if (kStageVectors % kThreads != 0 && i >= kStageVectors)
+      break;
+    const int k = offset + (i % kVectorsPerRow) * 4;
+    fusegen_copy16_async(stage + (i / kVectorsPerRow) * kTileStride + (i % kVectorsPerRow) * 4,
+                         sources[v] && k < depth_left ? sources[v] + offset : nullptr, stand_in);
+  }
+}
+
+// acc[i][j] += the stage's products for row row0 + 8 i, column col0 + 32 j,
+// in increasing k.
+__device__ __forceinline__ void skinny_multiply_stage(const float* stage, int row0, int col0,
+                                                      float (&acc)[kThreadRows][kThreadCols]) {
+  const float* a_tile = stage;
+  const float* b_tile = stage + kRows * kTileStride;
+#pragma unroll
+  for (int k = 0; k < kTileK; k += 4) {
+    float4 a[kThreadRows], b[kThreadCols];
+#pragma unroll
+    for (int i = 0; i < kThreadRows; ++i)
+      a[i] = *reinterpret_cast<const float4*>(a_tile + (row0 + 8 * i) * kTileStride + k);
+#pragma unroll
+    for (int j = 0; j < kThreadCols; ++j)
+      b[j] = *reinterpret_cast<const float4*>(b_tile + (col0 + 32 * j) * kTileStride + k);
+#pragma unroll
+    for (int i = 0; i < kThreadRows; ++i)
+#pragma unroll
+      for (int j = 0; j < kThreadCols; ++j) {
+        acc[i][j] = fmaf(a[i].x, b[j].x, acc[i][j]);
+        acc[i][j] = fmaf(a[i].y, b[j].y, acc[i][j]);
+        acc[i][j] = fmaf(a[i].z, b[j].z, acc[i][j]);
+        acc[i][j] = fmaf(a[i].w, b[j].w, acc[i][j]);
+      }
+  }
+}
+
+__device__ __forceinline__ void skinny_tiled_main(const FusegenArgs& args) {
+  extern __shared__ __align__(16) float skinny_shared[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // A warp covers 4 rows x 8 columns per step: its float4 reads of A are 4
+  // addresses and of B 8, each one shared-memory wavefront.
+  const int row0 = (warp / 4) * 4 + lane % 4, col0 = (warp % 4) * 8 + lane / 4;
+  const long long rows = gemm_rows(args), cols = gemm_cols(args), depth = gemm_depth(args);
+  const long long batches = gemm_batches(args);
+  const int split = static_cast<int>(blockIdx.x % kSplit); // the cluster rank when kSplit > 1
+  const long long n0 = static_cast<long long>(blockIdx.x / kSplit) * kTileCols;
+  const int tile_rows = rows < kRows ? static_cast<int>(rows) : kRows;
+  const int tile_cols = cols - n0 < kTileCols ? static_cast<int>(cols - n0) : kTileCols;
+  // The split's share of k: whole stages, the last share shorter (or empty).
+  const long long per_split = (depth + kTileK * kSplit - 1) / (kTileK * kSplit) * kTileK;
+  const long long k_begin = split * per_split;
+  const long long k_end = depth < k_begin + per_split ? depth : k_begin + per_split;
+  const int stages = k_end > k_begin ? static_cast<int>((k_end - k_begin + kTileK - 1) / kTileK) : 0;
+  for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z) {
+    const long long a_base = a_offset(args, batch), b_base = b_offset(args, batch);
+    float acc[kThreadRows][kThreadCols] = {};
+    const float* sources[kThreadCopies];
+    skinny_copy_sources(args, a_base, b_base, tile_rows, n0, tile_cols, k_begin, sources);
+    const float* stand_in = a_address(args, a_base, 0, 0);
+    const long long depth_left = k_end - k_begin;
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < stages)
+        skinny_copy_stage(skinny_shared + s * kStageFloats, sources, s * kTileK, depth_left, stand_in);
+      fusegen_copy_commit();
+    }
+    for (int s = 0; s < stages; ++s) {
+      fusegen_copy_wait<kStages - 2>();
+      __syncthreads(); // stage s is in, and stage s - 1's reads are done: its buffer takes stage s + kStages - 1
+      const int next = s + kStages - 1;
+      if (next < stages)
+        skinny_copy_stage(skinny_shared + (next % kStages) * kStageFloats, sources, next * kTileK, depth_left,
+                          stand_in);
+      fusegen_copy_commit();
+      skinny_multiply_stage(skinny_shared + (s % kStages) * kStageFloats, row0, col0, acc);
+    }
+    fusegen_copy_wait<0>();
+    __syncthreads(); // every stage read: the shared memory takes the partial tile
+    float* part = skinny_shared;
+#pragma unroll
+    for (int i = 0; i < kThreadRows; ++i)
+#pragma unroll
+      for (int j = 0; j < kThreadCols; ++j)
+        part[(row0 + 8 * i) * kPartStride + col0 + 32 * j] = acc[i][j];
+    if constexpr (kSplit > 1)
+      fusegen_cluster_sync();
+    else
+      __syncthreads();
+    // Rank `split` finishes its kSplit-th of the elements, consecutive
+    // threads on consecutive columns; the ranks' sums are added in rank order.
+    constexpr int kElements = kRows * kTileCols;
+    const int first = split * kElements / kSplit, last = (split + 1) * kElements / kSplit;
+#pragma unroll 1 // unrolled, its loads in flight spill the registers the k loop needs
+    for (int e = first + static_cast<int>(threadIdx.x); e < last; e += kThreads) {
+      const int r = e / kTileCols, c = e % kTileCols;
+      if (r >= tile_rows || c >= tile_cols)
+        continue;
+      const int offset = r * kPartStride + c;
+      float sum;
+      if constexpr (kSplit > 1) {
+        sum = fusegen_cluster_load(fusegen_cluster_address(part + offset, 0));
+#pragma unroll
+        for (int q = 1; q < kSplit; ++q)
+          sum += fusegen_cluster_load(fusegen_cluster_address(part + offset, q));
+      } else {
+        sum = part[offset];
+      }
+      EpilogueStores stores;
+      epilogue(args, batch, r, n0 + c, sum, stores);
+      stores.write();
+    }
+    // The other ranks' reads of this block's partial tile are done before
+    // its shared memory is reused or released.
+    if constexpr (kSplit > 1)
+      fusegen_cluster_sync();
+    else
+      __syncthreads();
+  }
+}
+
+__device__ __forceinline__ void skinny_gemm_main(const FusegenArgs& args) {
+  if constexpr (kTiled)
+    skinny_tiled_main(args);
+  else
+    skinny_rows_main(args);
+}
+
 extern "C" {
 FUSEGEN_HOOK("entry")
-__global__ void __launch_bounds__(kThreads) fusegen_skinny_gemm(const FusegenArgs args) { skinny_gemm_main(args); }
+__global__ void __launch_bounds__(kThreads, kTiled ? 2 : 1) fusegen_skinny_gemm(const FusegenArgs args) {
+  skinny_gemm_main(args);
+}
 }

@@ -101,23 +101,6 @@ __device__ __forceinline__ void store_slice(float* slice, const float (&a)[kALoa
   }
 }
 
-// Copies 16 bytes from global to shared memory without passing through
-// registers; a null source writes zeros (src-size 0 reads nothing, so any
-// valid address may stand in for it).
-__device__ __forceinline__ void gemm_copy16_async(float* destination, const float* source, const float* stand_in) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(fusegen_shared_address(destination)),
-               "l"(source ? source : stand_in), "r"(source ? 16 : 0)
-               : "memory");
-}
-
-__device__ __forceinline__ void gemm_copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-
-// Waits until at most kPending committed copy groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void gemm_copy_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-}
-
 // Where row r, column k (a multiple of 4) of a row-major slice lives.
 __device__ __forceinline__ int slice_offset(int r, int k) {
   if constexpr (kWgmma)
@@ -155,15 +138,15 @@ __device__ __forceinline__ void copy_slice_async(const FusegenArgs& args, const 
 #pragma unroll
     for (int i = 0; i < kACopies; ++i) {
       const int mm = r0 + i * kRowStep;
-      gemm_copy16_async(slice + slice_offset(mm, kk), m0 + mm < e.rows && k_inside ? a + i * a_step : nullptr,
-                        stand_in);
+      fusegen_copy16_async(slice + slice_offset(mm, kk), m0 + mm < e.rows && k_inside ? a + i * a_step : nullptr,
+                           stand_in);
     }
   } else { // gathered rows: an address per copy (null for padding)
 #pragma unroll
     for (int i = 0; i < kACopies; ++i) {
       const int mm = r0 + i * kRowStep;
-      gemm_copy16_async(slice + slice_offset(mm, kk),
-                        m0 + mm < e.rows && k_inside ? a_element(args, a_base, m0 + mm, k) : nullptr, stand_in);
+      fusegen_copy16_async(slice + slice_offset(mm, kk),
+                           m0 + mm < e.rows && k_inside ? a_element(args, a_base, m0 + mm, k) : nullptr, stand_in);
     }
   }
   float* bs = slice + kBlockM * kRowStride;
@@ -174,10 +157,10 @@ __device__ __forceinline__ void copy_slice_async(const FusegenArgs& args, const 
   for (int i = 0; i < kBCopies; ++i) {
     const int nn = r0 + i * kRowStep;
     const bool inside = n0 + nn < e.cols && k_inside;
-    gemm_copy16_async(bs + slice_offset(nn, kk), inside ? b + i * b_step : nullptr, stand_in);
+    fusegen_copy16_async(bs + slice_offset(nn, kk), inside ? b + i * b_step : nullptr, stand_in);
     if constexpr (kCopySmallB)
-      gemm_copy16_async(bs + kBlockN * kRowStride + slice_offset(nn, kk), inside ? b_small + i * b_step : nullptr,
-                        stand_in);
+      fusegen_copy16_async(bs + kBlockN * kRowStride + slice_offset(nn, kk), inside ? b_small + i * b_step : nullptr,
+                           stand_in);
   }
 }
 
@@ -192,6 +175,6 @@ __device__ __forceinline__ void copy_first_slices(const FusegenArgs& args, const
   for (int stage = 0; stage < kAhead; ++stage) {
     if (stage < slices)
       copy_slice_async(args, e, a_base, b_base, m0, n0, slice_k(e, stage), smem + stage * kAsyncSliceFloats);
-    gemm_copy_commit();
+    fusegen_copy_commit();
   }
 }

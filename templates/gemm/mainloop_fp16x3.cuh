@@ -261,7 +261,7 @@ __device__ __forceinline__ bool accumulate_split_here_fp16x3(const FusegenArgs& 
   int row_max[2] = {0, 0}, col_max[kBSplitVectors] = {};
   copy_first_slices<kAhead>(args, e, a_base, b_base, m0, n0, slices, smem);
   if (slices > 0) {
-    gemm_copy_wait<kAhead - 1>();
+    fusegen_copy_wait<kAhead - 1>();
     __syncthreads(); // slice 0 has landed
     split_b_halves(smem + kBlockM * kRowStride, halves, col_max);
     gemm_fence_async_proxy(); // the tensor cores read what the split wrote
@@ -272,11 +272,11 @@ __device__ __forceinline__ bool accumulate_split_here_fp16x3(const FusegenArgs& 
     const long long next = s + kAhead; // into slice s - 1's stage, free since the last barrier
     if (next < slices)
       copy_slice_async(args, e, a_base, b_base, m0, n0, slice_k(e, next), smem + (next % kStages) * kAsyncSliceFloats);
-    gemm_copy_commit();
+    fusegen_copy_commit();
     float sums[kFragsN][4] = {};
     issue_slice_fp16x3(smem + (s % kStages) * kAsyncSliceFloats, halves + (s & 1) * kBFloats, sums, corr, row_max);
     if (s + 1 < slices) {
-      gemm_copy_wait<kAhead - 1>();
+      fusegen_copy_wait<kAhead - 1>();
       __syncthreads(); // slice s + 1 has landed
       split_b_halves(smem + ((s + 1) % kStages) * kAsyncSliceFloats + kBlockM * kRowStride,
                      halves + ((s + 1) & 1) * kBFloats, col_max);
@@ -285,7 +285,7 @@ __device__ __forceinline__ bool accumulate_split_here_fp16x3(const FusegenArgs& 
     gemm_fence_async_proxy();
     __syncthreads(); // the split is visible; slice s's buffers are free
   }
-  gemm_copy_wait<0>();
+  fusegen_copy_wait<0>();
   add_corrections(acc[0], corr);
   return fp16x3_in_range<8, false>(row_max, col_max); // also: shared memory is free for what follows
 }

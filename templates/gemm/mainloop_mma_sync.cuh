@@ -117,15 +117,15 @@ __device__ __forceinline__ void accumulate_block_async(const FusegenArgs& args, 
   copy_first_slices<kStages - 1>(args, e, a_base, b_base, m0, n0, slices, smem);
 #pragma unroll 1
   for (long long s = 0; s < slices; ++s) {
-    gemm_copy_wait<kStages - 2>();
+    fusegen_copy_wait<kStages - 2>();
     __syncthreads(); // slice s is visible to all; slice s - 1's buffer is free
     const long long next = s + kStages - 1;
     if (next < slices)
       copy_slice_async(args, e, a_base, b_base, m0, n0, slice_k(e, next), smem + (next % kStages) * kAsyncSliceFloats);
-    gemm_copy_commit();
+    fusegen_copy_commit();
     multiply_into(smem + (s % kStages) * kAsyncSliceFloats, warp_m, warp_n, acc);
   }
-  gemm_copy_wait<0>();
+  fusegen_copy_wait<0>();
   __syncthreads(); // shared memory is free for the epilogue
 }
 

@@ -397,19 +397,19 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
     gemm_wgmma_fence(); // acc was zeroed by ordinary instructions
 #pragma unroll 1
     for (long long s = 0; s < slices; ++s) {
-      gemm_copy_wait<kAhead - 1>();
+      fusegen_copy_wait<kAhead - 1>();
       gemm_fence_async_proxy(); // the tensor cores read what cp.async wrote
       __syncthreads();          // slice s has landed everywhere; slice s - 2's products finished
       const long long next = s + kAhead;
       if (next < slices)
         copy_slice_async(args, e, a_base, b_base, m0, n0, slice_k(e, next),
                          smem + (next % kStages) * kAsyncSliceFloats);
-      gemm_copy_commit();
+      fusegen_copy_commit();
       issue_slice_wgmma(smem + (s % kStages) * kAsyncSliceFloats, acc[0]);
       gemm_wgmma_wait<1>();
     }
     gemm_wgmma_wait<0>();
-    gemm_copy_wait<0>();
+    fusegen_copy_wait<0>();
     __syncthreads(); // shared memory is free for the epilogue
   } else {
     if constexpr (kFp16x3) {
@@ -425,7 +425,7 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
     }
     copy_first_slices<kAhead>(args, e, a_base, b_base, m0, n0, slices, smem);
     if (slices > 0) {
-      gemm_copy_wait<kAhead - 1>();
+      fusegen_copy_wait<kAhead - 1>();
       __syncthreads(); // slice 0 has landed
       split_floats<kBFloats>(smem + kBlockM * kRowStride, small);
       gemm_fence_async_proxy(); // the tensor cores read what the split wrote
@@ -439,11 +439,11 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
       if (next < slices)
         copy_slice_async(args, e, a_base, b_base, m0, n0, slice_k(e, next),
                          smem + (next % kStages) * kAsyncSliceFloats);
-      gemm_copy_commit();
+      fusegen_copy_commit();
       float sums[kFragsN][4] = {};
       issue_slice_wgmma_split(smem + (s % kStages) * kAsyncSliceFloats, small + (s & 1) * kBFloats, sums);
       if (s + 1 < slices) {
-        gemm_copy_wait<kAhead - 1>();
+        fusegen_copy_wait<kAhead - 1>();
         __syncthreads(); // slice s + 1 has landed
         split_floats<kBFloats>(smem + ((s + 1) % kStages) * kAsyncSliceFloats + kBlockM * kRowStride,
                                small + ((s + 1) & 1) * kBFloats);
@@ -452,7 +452,7 @@ __device__ __forceinline__ void accumulate_block_wgmma(const FusegenArgs& args, 
       gemm_fence_async_proxy();
       __syncthreads(); // the split is visible; slice s's buffers are free
     }
-    gemm_copy_wait<0>();
+    fusegen_copy_wait<0>();
     __syncthreads(); // shared memory is free for the epilogue
   }
 }

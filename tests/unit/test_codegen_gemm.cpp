@@ -318,8 +318,8 @@ TEST(CodegenGemm, LaunchGeometry) {
   // along x where k has enough slices (two per block at least).
   EXPECT_EQ(grid(0), (G{2, 3, 1})) << "lin_nobias: 48 columns, 130 rows, 4 slices of 32: split by 2";
   EXPECT_EQ(block("lin_nobias_k0"), "64x64") << "2 blocks of 128x64 < 3 of 64x64";
-  EXPECT_EQ(grid(1, 32), (G{64, 1, 1})) << "lin3d: 15 rows, the skinny template: 2 tiles of 8 rows, a column "
-                                           "per block, one warp";
+  EXPECT_EQ(grid(1), (G{1, 1, 1})) << "lin3d: 15 rows, the skinny template's tiled form: one block of 16 rows "
+                                      "x 32 columns, k = 64 (two stages) too short to split";
   EXPECT_EQ(launch_of(code, 1, 0).template_file, "skinny_gemm.cu");
   EXPECT_EQ(grid(3), (G{1, 1, 9})) << "bmm: 3 * 3 batches";
   EXPECT_EQ(block("bmm_k0"), "64x64");
@@ -334,7 +334,10 @@ TEST(CodegenGemm, LaunchGeometry) {
   EXPECT_EQ(launch_of(code, 10, 0).template_file, "gemm.cu");
   EXPECT_EQ(grid(9), (G{2, 1, 1})) << "conv1x1: 70 channels";
   EXPECT_EQ(block("conv1x1_k0"), "64x64");
-  for (const char* kernel : {"lin_nobias_k0", "bmm_k0", "mv_k0", "vm_k0", "m1_k0", "conv1x1_k0", "conv_wide_k0"}) {
+  // mv: 3 batches of 17 rows along k, the skinny template's tiled form.
+  EXPECT_EQ(launch_of(code, 4, 0).template_file, "skinny_gemm.cu");
+  EXPECT_EQ(grid(4), (G{1, 1, 3}));
+  for (const char* kernel : {"lin_nobias_k0", "bmm_k0", "vm_k0", "m1_k0", "conv1x1_k0", "conv_wide_k0"}) {
     size_t fusion = 0;
     while (fusion < code.fusions.size() && "fusegen_" + std::string(kernel) != code.fusions[fusion].kernels.at(0).name)
       ++fusion;

@@ -122,11 +122,17 @@ int norm_stores(const EmitContext& ctx, const Stages& s);
 struct SkinnyShape {
   int warps = 8, rows = 1, cols = 1, vector = 1;
   bool b_along_k = true;
+  // Tiled (17 to 64 rows): A and B staged in shared memory, kSplit blocks
+  // of a cluster over k (templates/skinny_gemm.cu).
+  bool tiled = false;
+  int tile_cols = 128, split = 1, stages = 4;
+  int64_t shared_bytes() const; // the tiled form's dynamic shared memory
 };
 
 // The skinny template's shape for the kernel's GEMM, or nullopt where it does
-// not take it: rows unknown or more than a few, a convolution, an epilogue
-// beyond pointwise ops, a forced gemm.cu block.
+// not take it: rows unknown or more than a few (16; 64 tiled, in strict
+// precision along k), a convolution, an epilogue beyond pointwise ops, a
+// forced gemm.cu block.
 std::optional<SkinnyShape> skinny_shape(const EmitContext& ctx, const GemmMapping& g, const Stages& s);
 // `shared_hooks`: the hooks every GEMM template declares alike (EmitGemm.cpp).
 KernelSource emit_skinny_gemm(const EmitContext& ctx, const GemmMapping& g, const SkinnyShape& shape,

@@ -107,11 +107,16 @@ void contraction_cases(std::vector<MatrixCase>& out) {
                    {1, 3, 127}});
   }
   // Few rows: templates/skinny_gemm.cu (B along k and along n, 16-byte and
-  // scalar loads, one and two row tiles), then gemm.cu from 17 rows.
+  // scalar loads, one and two row tiles; tiled from 13 to 48 rows along k,
+  // with cluster splits of k, partial last blocks of columns and a k that
+  // is no multiple of a stage), then gemm.cu.
   out.push_back({"linear_skinny_vector",
                  "fusion f {\n  input x : f32[N, 4100]\n  param w : f32[1030, 4100]\n  param b : f32[1030]\n"
                  "  output y = silu(linear(x, w, b))\n}\n",
-                 {1, 5, 16, 17}});
+                 {1, 5, 12, 16, 17, 40, 48, 64}});
+  out.push_back({"linear_tiled_short_k",
+                 "fusion f {\n  input x : f32[N, 36]\n  param w : f32[20, 36]\n  output y = linear(x, w) * 0.5\n}\n",
+                 {24, 57}});
   out.push_back({"linear_skinny_scalar",
                  "fusion f {\n  input x : f32[N, 3, 1027]\n  param w : f32[257, 1027]\n  output y = linear(x, w)\n}\n",
                  {1, 2, 5}});
@@ -119,7 +124,7 @@ void contraction_cases(std::vector<MatrixCase>& out) {
                  "fusion f {\n  input x : f32[N, 512]\n  param wg : f32[1376, 512]\n  param wu : f32[1376, 512]\n"
                  "  param wd : f32[512, 1376]\n  g = linear(x, wg)\n  u = linear(x, wu)\n"
                  "  output y = linear(silu(g) * u, wd) + x\n}\n",
-                 {1, 16}});
+                 {1, 16, 48}});
   out.push_back({"matmul_skinny_along_n",
                  "fusion f {\n  input x : f32[N, 300]\n  param w : f32[300, 5000]\n  output y = matmul(x, w)\n}\n",
                  {1, 7, 16}});
