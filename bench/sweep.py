@@ -4,10 +4,10 @@
 Families (--families; each a spec under bench/sweep/, with symbolic dims
 where the shapes vary, next to the same computation as a PyTorch module here):
   swiglu       LLaMA-style SwiGLU feed-forward y = down(silu(gate(x)) * up(x)),
-               Linear without bias, d 4096, hidden 11008; tokens T = 1, 16, 64,
-               512, 4096 (bench/sweep/swiglu_ffn.fg)
+               Linear without bias, d 4096, hidden 11008; tokens T = 1, 16, 32,
+               64, 512, 4096 (bench/sweep/swiglu_ffn.fg)
   mlp          pre-norm MLP block y = x + fc2(gelu(fc1(layer_norm(x)))), Linear
-               with bias, d 2048, hidden 8192; T = 1, 64, 512, 8192
+               with bias, d 2048, hidden 8192; T = 1, 32, 64, 512, 8192
                (bench/sweep/prenorm_mlp.fg)
   rows         softmax, log_softmax and layer_norm (with weight and bias) over the
                last dim of [4096, 32000], [1024, 128256], [8, 32000],
@@ -213,7 +213,7 @@ def randn(device, *shape):
 
 def swiglu_points():
     d, hidden = 4096, 11008
-    for t in (1, 16, 64, 512, 4096):
+    for t in (1, 16, 32, 64, 512, 4096):
         yield Point("swiglu", "T=%d" % t, os.path.join(SPECS, "swiglu_ffn.fg"), "swiglu_ffn", {"T": t},
                     {"w_gate": "gate.weight", "w_up": "up.weight", "w_down": "down.weight"},
                     flops=2 * 3 * t * d * hidden,
@@ -224,7 +224,7 @@ def swiglu_points():
 
 def mlp_points():
     d, hidden = 2048, 8192
-    for t in (1, 64, 512, 8192):
+    for t in (1, 32, 64, 512, 8192):
         yield Point("mlp", "T=%d" % t, os.path.join(SPECS, "prenorm_mlp.fg"), "prenorm_mlp", {"T": t},
                     {"ln_w": "norm.weight", "ln_b": "norm.bias", "fc1_w": "fc1.weight", "fc1_b": "fc1.bias",
                      "fc2_w": "fc2.weight", "fc2_b": "fc2.bias"},

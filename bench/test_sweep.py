@@ -106,7 +106,7 @@ class SweepScript(unittest.TestCase):
             if family != "kernelbench":
                 self.assertTrue(any(p.tiny for p in members), "%s is not checked on the reference" % family)
         counts = {f: sum(p.family == f for p in points) for f in sweep.FAMILIES}
-        self.assertEqual(counts, {"swiglu": 5, "mlp": 4, "rows": 15, "resnet": 2, "kernelbench": 4})
+        self.assertEqual(counts, {"swiglu": 6, "mlp": 5, "rows": 15, "resnet": 2, "kernelbench": 4})
 
     def test_families_option(self):
         args = sweep.parse_args(["--families", "rows,swiglu", "--quick"])
