@@ -21,27 +21,18 @@
  * Errors of the call itself (status != 0) go to the Function's own raiser,
  * so they read exactly as on the Python path.
  *
- * No torch headers here. A torch.Tensor or nn.Parameter is read through
- * torch's C++ API where the package has fusegen._torchread for the torch it
- * runs with (_tensor_reader.h); otherwise, and for other subclasses, through
+ * No torch headers here. _fastcall_tensor.c reads the tensors: a
+ * torch.Tensor or nn.Parameter through torch's C++ API where the package
+ * has fusegen._torchread for the torch it runs with (_tensor_reader.h);
+ * otherwise, and for other subclasses, through
  * torch's Python-level accessors: for those two types straight through
  * torch.Tensor's own descriptors, looked up once, and for other subclasses
  * by name (an override is then what the call sees).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_fastcall.h"
 
-#include <string.h>
-
-#include "_tensor_reader.h"
-#include "fusegen.h"
-
-/* The package supports Python 3.8; these came in 3.9 and 3.10. */
+/* The package supports Python 3.8; this came in 3.10. */
 #if PY_VERSION_HEX < 0x030A0000
-static inline PyObject* Py_NewRef(PyObject* o) {
-  Py_INCREF(o);
-  return o;
-}
 static int PyModule_AddObjectRef(PyObject* module, const char* name, PyObject* value) {
   Py_INCREF(value);
   if (PyModule_AddObject(module, name, value) < 0) {
@@ -51,200 +42,11 @@ static int PyModule_AddObjectRef(PyObject* module, const char* name, PyObject* v
   return 0;
 }
 #endif
-#if PY_VERSION_HEX < 0x03090000
-#define PyObject_CallMethodNoArgs(o, name) PyObject_CallMethodObjArgs((o), (name), NULL)
-#define PyObject_CallOneArg(f, arg) PyObject_CallFunctionObjArgs((f), (arg), NULL)
-#define PyObject_CallNoArgs(f) PyObject_CallFunctionObjArgs((f), NULL)
-#define PyObject_Vectorcall _PyObject_Vectorcall
-#endif
-
-typedef fusegen_status (*bind_fn)(const fusegen_function*, const fusegen_tensor*, int32_t, const fusegen_tensor*,
-                                  int32_t, fusegen_bound_call**);
-typedef fusegen_status (*launch_fn)(const fusegen_bound_call*, const void* const*, const void* const*, void*);
-typedef void (*destroy_fn)(fusegen_bound_call*);
-
-/* The seven tensor accessors the call reads, in order. get_device() alone
- * does not say that the device is a CUDA device (other devices have
- * indices too): is_cuda does. requires_grad: such a tensor, in grad mode,
- * goes to the Python path, which refuses it (fusions have no backward). */
-enum { kDtype, kIsCuda, kGetDevice, kIsContiguous, kDataPtr, kShape, kRequiresGrad, kAccessors };
-static const char* const accessor_names[kAccessors] = {"dtype",    "is_cuda", "get_device",   "is_contiguous",
-                                                       "data_ptr", "shape",   "requires_grad"};
-/* Attributes (data descriptors, read through tp_descr_get) or methods
- * without arguments (called through vectorcall). */
-static const int accessor_is_method[kAccessors] = {0, 0, 1, 1, 1, 0, 0};
-static PyObject* accessor_strings[kAccessors]; /* the names, interned */
-
-/* Ranks the reader's paths take (more: read the Python way), and the most
- * arguments (and outputs) the C path takes. */
-enum { kMaxRank = 16, kMaxTensors = 32 };
-
-typedef struct {
-  PyObject ob_base;   /* PyObject_HEAD */
-  bind_fn bind;       /* fusegen_function_bind */
-  launch_fn launch;   /* fusegen_bound_call_launch */
-  destroy_fn destroy; /* fusegen_bound_call_destroy */
-  const fusegen_function* function;
-  PyObject* names;        /* tuple of str: argument names in order */
-  PyObject* out_names;    /* tuple of str: output names in order */
-  PyObject* plans;        /* dict: tuple of argument shapes -> plan (has .fast) */
-  long device;            /* the runtime's device index */
-  PyObject* device_index; /* the same, as an int object (raw_stream's argument) */
-  PyObject* tensor_type;  /* torch.Tensor */
-  PyObject* float32;      /* torch.float32 */
-  PyObject* raw_stream;   /* device index -> current stream handle (int) */
-  PyObject* empty;        /* torch.empty */
-  PyObject* empty_kwargs; /* {"dtype": float32, "device": torch.device} */
-  PyObject* empty_like;   /* torch.empty_like, or None */
-  PyObject* raise_status; /* status (int) -> raises the library's error */
-  PyObject* grad_enabled; /* torch.is_grad_enabled, or None (never) */
-  /* torch.Tensor's own descriptors of the accessors, and the types whose
-   * instances are read through them (torch.Tensor and those subclasses that
-   * resolve all six to the same descriptors; NULL where unused). */
-  PyObject* accessors[kAccessors];
-  PyObject* direct_types[2];
-  /* Reads those types through torch's C++ API instead, where the package has
-   * fusegen._torchread for the torch it runs with (NULL otherwise). */
-  const fusegen_tensor_reader* reader;
-  PyObject* reader_capsule;
-  /* The plan of the last call here (NULL before one), a copy of its arrays
-   * (whose shapes point into memory the plan keeps) and its bound call
-   * (owned by the plan's `bound`): a call with the same argument shapes
-   * takes them without a dict lookup. */
-  PyObject* last_plan;
-  fusegen_tensor last_args[kMaxTensors];
-  fusegen_tensor last_outs[kMaxTensors];
-  const fusegen_bound_call* last_bound;
-  int out_is_argument;      /* an argument is named "out": f(out=) passes it */
-  unsigned long long taken; /* calls this path ran (tests read it) */
-} Caller;
 
 static PyObject* s_fast;
 static PyObject* s_bound;
 static PyObject* s_out;
 static PyObject* s_python_call;
-
-/* Whether t's type is read directly (torch.Tensor's own descriptors, or the reader). */
-static int is_direct(const Caller* self, PyObject* t) {
-  PyObject* type = (PyObject*)Py_TYPE(t);
-  return type == self->direct_types[0] || type == self->direct_types[1];
-}
-
-/* t's accessor `which`: its value (a new reference) or NULL with an error. */
-static PyObject* read_accessor(Caller* self, PyObject* t, int which) {
-  if (is_direct(self, t)) {
-    PyObject* descriptor = self->accessors[which];
-    if (accessor_is_method[which])
-      return PyObject_Vectorcall(descriptor, &t, 1, NULL);
-    return Py_TYPE(descriptor)->tp_descr_get(descriptor, t, (PyObject*)Py_TYPE(t));
-  }
-  if (accessor_is_method[which])
-    return PyObject_CallMethodNoArgs(t, accessor_strings[which]);
-  return PyObject_GetAttr(t, accessor_strings[which]);
-}
-
-/* Whether t's accessor `which` gives the object `expected` (float32, True):
- * 1 or 0, or -1 with an error. */
-static int accessor_is(Caller* self, PyObject* t, int which, PyObject* expected) {
-  PyObject* value = read_accessor(self, t, which);
-  if (!value)
-    return -1;
-  const int same = value == expected;
-  Py_DECREF(value);
-  return same;
-}
-
-/* A tensor's shape as the call reads it (the ranks the call path takes). */
-typedef struct {
-  int rank;
-  int64_t sizes[kMaxRank];
-} Shape;
-
-/* A shape object (torch.Size, a tuple of ints) as a Shape: 1, 0 where it is
- * not one of at most kMaxRank dims (no Python error set), -1 with an error. */
-static int shape_of(PyObject* object, Shape* shape) {
-  if (!PyTuple_Check(object) || PyTuple_GET_SIZE(object) > kMaxRank)
-    return 0;
-  shape->rank = (int)PyTuple_GET_SIZE(object);
-  for (int d = 0; d < shape->rank; ++d) {
-    PyObject* size = PyTuple_GET_ITEM(object, d);
-    if (!PyLong_Check(size))
-      return 0;
-    shape->sizes[d] = PyLong_AsLongLong(size);
-    if (shape->sizes[d] == -1 && PyErr_Occurred())
-      return -1;
-  }
-  return 1;
-}
-
-/* 1 where `t` does not require grad or grad mode is off; 0 where autograd
- * would want a graph through it (the Python path refuses the call); -1 with
- * an error. A stand-in tensor type without requires_grad never requires it. */
-static int needs_no_grad(Caller* self, PyObject* t) {
-  PyObject* requires = read_accessor(self, t, kRequiresGrad);
-  if (!requires) {
-    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-      return -1;
-    PyErr_Clear();
-    return 1;
-  }
-  const int wants = PyObject_IsTrue(requires);
-  Py_DECREF(requires);
-  if (wants <= 0 || self->grad_enabled == Py_None)
-    return wants < 0 ? -1 : 1;
-  PyObject* enabled = PyObject_CallNoArgs(self->grad_enabled);
-  if (!enabled)
-    return -1;
-  const int on = PyObject_IsTrue(enabled);
-  Py_DECREF(enabled);
-  return on < 0 ? -1 : !on;
-}
-
-/* Whether `t` is a float32, contiguous torch tensor on the caller's device;
- * on success *shape is its shape and *data its data pointer. 0: it is not
- * (no Python error set); -1: a Python error is set. */
-static int usable_tensor(Caller* self, PyObject* t, Shape* shape, void** data) {
-  if (!PyObject_TypeCheck(t, (PyTypeObject*)self->tensor_type))
-    return 0;
-  if (self->reader && is_direct(self, t)) {
-    if (self->reader->read(t, self->device, data, shape->sizes, kMaxRank, &shape->rank))
-      return 1;
-    /* Not the common case: the accessors below find out why. */
-  }
-  int usable = accessor_is(self, t, kDtype, self->float32);
-  if (usable > 0)
-    usable = accessor_is(self, t, kIsCuda, Py_True);
-  if (usable <= 0)
-    return usable;
-  PyObject* device = read_accessor(self, t, kGetDevice);
-  if (!device)
-    return -1;
-  long index = PyLong_AsLong(device);
-  Py_DECREF(device);
-  if (index == -1 && PyErr_Occurred())
-    return -1;
-  if (index != self->device)
-    return 0;
-  usable = accessor_is(self, t, kIsContiguous, Py_True);
-  if (usable <= 0)
-    return usable;
-  usable = needs_no_grad(self, t);
-  if (usable <= 0)
-    return usable;
-  PyObject* pointer = read_accessor(self, t, kDataPtr);
-  if (!pointer)
-    return -1;
-  *data = PyLong_AsVoidPtr(pointer);
-  Py_DECREF(pointer);
-  if (PyErr_Occurred())
-    return -1;
-  PyObject* sizes = read_accessor(self, t, kShape);
-  if (!sizes)
-    return -1;
-  usable = shape_of(sizes, shape);
-  Py_DECREF(sizes);
-  return usable;
-}
 
 /* Whether the plan's tensor `planned` has `shape`. */
 static int has_shape(const fusegen_tensor* planned, const Shape* shape) {
@@ -381,7 +183,7 @@ static int given_outputs(Caller* self, PyObject* out, PyObject* results, void** 
     if (!t)
       return PyErr_Occurred() ? -1 : 0;
     PyTuple_SET_ITEM(results, j, Py_NewRef(t));
-    const int usable = usable_tensor(self, t, &shapes[j], &data[j]);
+    const int usable = fastcall_usable_tensor(self, t, &shapes[j], &data[j]);
     if (usable <= 0)
       return usable;
   }
@@ -426,7 +228,7 @@ static int allocate_outputs(Caller* self, PyObject* plan, const fusegen_tensor* 
     if (!t)
       goto done;
     PyTuple_SET_ITEM(results, j, t); /* steals the reference */
-    PyObject* pointer = read_accessor(self, t, kDataPtr);
+    PyObject* pointer = fastcall_read_accessor(self, t, kDataPtr);
     if (!pointer)
       goto done;
     data[j] = PyLong_AsVoidPtr(pointer);
@@ -475,7 +277,7 @@ static PyObject* run_call(Caller* self, PyObject* tensors, PyObject* out) {
       goto done;
     }
     inputs[i] = t;
-    const int usable = usable_tensor(self, t, &shapes[i], &pointers[i]);
+    const int usable = fastcall_usable_tensor(self, t, &shapes[i], &pointers[i]);
     if (usable <= 0) {
       if (usable == 0)
         result = Py_NewRef(Py_NotImplemented);
@@ -551,55 +353,6 @@ done:
   return result;
 }
 
-/* Fills self->accessors from tensor_type and self->direct_types with
- * tensor_type and, where it resolves every accessor to the same descriptor,
- * `subclass` (None for none). Where a descriptor is not what the direct path
- * needs (an attribute that is a data descriptor, so that no instance can
- * shadow it; a method of a C type) no type is read directly: the calls then
- * go by name, as Python's own lookup would. 0, or -1 with an error set. */
-static int find_accessors(Caller* self, PyObject* tensor_type, PyObject* subclass) {
-  int usable = 1;
-  for (int k = 0; k < kAccessors; ++k) {
-    PyObject* descriptor = PyObject_GetAttr(tensor_type, accessor_strings[k]);
-    if (!descriptor) { /* an attribute of the instances only: read by name */
-      if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-        return -1;
-      PyErr_Clear();
-      usable = 0;
-      continue;
-    }
-    PyTypeObject* kind = Py_TYPE(descriptor);
-    usable &= accessor_is_method[k] ? PyObject_TypeCheck(descriptor, &PyMethodDescr_Type)
-                                    : kind->tp_descr_get != NULL && kind->tp_descr_set != NULL;
-    Py_XSETREF(self->accessors[k], descriptor);
-  }
-  Py_CLEAR(self->direct_types[0]);
-  Py_CLEAR(self->direct_types[1]);
-  if (usable)
-    self->direct_types[0] = Py_NewRef(tensor_type);
-  if (!usable || subclass == Py_None)
-    return 0;
-  if (!PyType_Check(subclass) || !PyType_IsSubtype((PyTypeObject*)subclass, (PyTypeObject*)tensor_type)) {
-    PyErr_SetString(PyExc_TypeError, "subclass must be a subclass of tensor_type, or None");
-    return -1;
-  }
-  for (int k = 0; k < kAccessors; ++k) {
-    PyObject* found = PyObject_GetAttr(subclass, accessor_strings[k]);
-    if (!found) {
-      if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-        return -1;
-      PyErr_Clear();
-      return 0;
-    }
-    const int same = found == self->accessors[k];
-    Py_DECREF(found);
-    if (!same)
-      return 0;
-  }
-  self->direct_types[1] = Py_NewRef(subclass);
-  return 0;
-}
-
 /* run(tensors, out): Function.call's entry (a dict of exactly the
  * arguments, and out= as given). */
 static PyObject* caller_run(Caller* self, PyObject* const* call_args, Py_ssize_t n_call_args) {
@@ -645,7 +398,7 @@ static int caller_init(Caller* self, PyObject* args, PyObject* kwargs) {
                                    &device, &PyType_Type, &tensor_type, &float32, &raw_stream, &empty, &empty_like,
                                    &torch_device, &raise_status, &subclass, &reader, &grad_enabled))
     return -1;
-  if (find_accessors(self, tensor_type, subclass) < 0)
+  if (fastcall_find_accessors(self, tensor_type, subclass) < 0)
     return -1;
   self->reader = NULL;
   Py_CLEAR(self->reader_capsule);
@@ -902,9 +655,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__fastcall(void) {
   if (PyType_Ready(&CallerType) < 0 || PyType_Ready(&FunctionBaseType) < 0)
     return NULL;
-  for (int k = 0; k < kAccessors; ++k)
-    if (!(accessor_strings[k] = PyUnicode_InternFromString(accessor_names[k])))
-      return NULL;
+  if (fastcall_intern_accessors() < 0)
+    return NULL;
   s_fast = PyUnicode_InternFromString("fast");
   s_bound = PyUnicode_InternFromString("bound");
   s_out = PyUnicode_InternFromString("out");
