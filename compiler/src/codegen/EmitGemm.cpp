@@ -165,7 +165,7 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g,
     v.split_k = forced->split_k;
     return v;
   }
-  // One block row (17 to 64 rows: fewer take skinny_gemm.cu) over a long k
+  // One block row (up to 64 rows that skinny_gemm.cu does not take) over a long k
   // streams B, and wants more blocks in flight than one wave of blocks that
   // each walk all of k: on the H100, 128x128 blocks split 8 ways beat the
   // rule below by 7-40% at 64 tokens (SwiGLU d 4096, pre-norm MLP d 2048;

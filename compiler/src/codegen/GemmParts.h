@@ -122,7 +122,7 @@ int norm_stores(const EmitContext& ctx, const Stages& s);
 struct SkinnyShape {
   int warps = 8, rows = 1, cols = 1, vector = 1;
   bool b_along_k = true;
-  // Tiled (17 to 64 rows): A and B staged in shared memory, kSplit blocks
+  // Tiled (13 to 48 rows): A and B staged in shared memory, kSplit blocks
   // of a cluster over k (templates/skinny_gemm.cu).
   bool tiled = false;
   int tile_cols = 128, split = 1, stages = 4;
