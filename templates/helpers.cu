@@ -145,6 +145,18 @@ __device__ __forceinline__ float fusegen_cluster_load(unsigned int address) {
   return value;
 }
 
+// The sum of the float at `pointer` (this block's shared memory) over the
+// same place in cluster ranks 0 .. kRanks - 1, added in rank order: every
+// rank that asks gets the same sum (split-K's partial sums).
+template <int kRanks>
+__device__ __forceinline__ float fusegen_cluster_sum(const float* pointer) {
+  float sum = fusegen_cluster_load(fusegen_cluster_address(pointer, 0));
+#pragma unroll
+  for (int q = 1; q < kRanks; ++q)
+    sum += fusegen_cluster_load(fusegen_cluster_address(pointer, q));
+  return sum;
+}
+
 __device__ __forceinline__ void fusegen_cluster_store(unsigned int address, float value) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(address), "f"(value) : "memory");

@@ -451,16 +451,8 @@ __device__ __forceinline__ void skinny_tiled_main(const FusegenArgs& args) {
       const int r = e / kTileCols, c = e % kTileCols;
       if (r >= tile_rows || c >= tile_cols)
         continue;
-      const int offset = r * kPartStride + c;
-      float sum;
-      if constexpr (kSplit > 1) {
-        sum = fusegen_cluster_load(fusegen_cluster_address(part + offset, 0));
-#pragma unroll
-        for (int q = 1; q < kSplit; ++q)
-          sum += fusegen_cluster_load(fusegen_cluster_address(part + offset, q));
-      } else {
-        sum = part[offset];
-      }
+      const float* partial_sum = part + (r * kPartStride + c);
+      const float sum = kSplit > 1 ? fusegen_cluster_sum<kSplit>(partial_sum) : *partial_sum;
       EpilogueStores stores;
       epilogue(args, batch, r, n0 + c, sum, stores);
       stores.write();

@@ -153,11 +153,7 @@ __device__ __forceinline__ bool reduce_split_k(float* smem, float (&acc)[kFragsM
 #pragma unroll
   for (int v = 0; v < kShare / kThreads; ++v) {
     const float* element = smem + rank * kShare + v * kThreads + threadIdx.x;
-    float sum = fusegen_cluster_load(fusegen_cluster_address(element, 0));
-#pragma unroll
-    for (unsigned int q = 1; q < kSplitK; ++q)
-      sum += fusegen_cluster_load(fusegen_cluster_address(element, q));
-    fusegen_cluster_store(fusegen_cluster_address(element, 0), sum);
+    fusegen_cluster_store(fusegen_cluster_address(element, 0), fusegen_cluster_sum<kSplitK>(element));
   }
   fusegen_cluster_sync(); // rank 0 holds the sums; no rank reads another's shared memory after this
   if (rank != 0)
