@@ -20,14 +20,31 @@ BufferId add_buffer(Plan& plan, PlanBuffer buffer) {
   return static_cast<BufferId>(plan.buffers.size() - 1);
 }
 
-// Partial statistics of a split normalization: (count, mean, M2) triples.
-PlanBuffer partials_buffer(const Plan& plan, const Node& norm) {
+// The product of the spatial dims (2 and on) of a known shape.
+int64_t positions_of(const Shape& shape) {
+  int64_t positions = 1;
+  for (size_t d = 2; d < shape.size(); ++d)
+    positions *= shape[d].value();
+  return positions;
+}
+
+// Partial statistics of a split normalization, written by `producer`:
+// (count, mean, M2) triples.
+PlanBuffer partials_buffer(const Plan& plan, const Node& norm, const KernelStep& producer) {
   const Fusion& fusion = plan.fusion;
   const Shape& input = fusion.value(norm.operands[0]).type.shape;
   PlanBuffer buffer;
   buffer.role = PlanBuffer::Role::Statistics;
   buffer.name = "partials_" + std::to_string(norm.id);
-  if (is_column_norm(norm)) {
+  if (is_column_norm(norm) && producer.kind == KernelKind::Gemm &&
+      convolution_rows_are_positions(fusion, fusion.node(producer.anchor()))) {
+    // A convolution's epilogue: one triple per (sample, row tile of the
+    // output positions, channel); the parts of a channel are the first two
+    // dims together.
+    buffer.shape = {input[0], Dim::constant(positions_of(input)), input[1], Dim::constant(3)};
+    buffer.ceil_div = {1, plan.options.gemm_tile_m, 1, 1};
+    buffer.what = "per sample, row tile and channel: count, mean, M2 of batch_norm's input";
+  } else if (is_column_norm(norm)) {
     // One triple per (tile of dim 0, channel); a tile also covers the
     // spatial dims of its samples.
     buffer.shape = {input[0], input[1], Dim::constant(3)};
@@ -37,10 +54,7 @@ PlanBuffer partials_buffer(const Plan& plan, const Node& norm) {
     // A grouped norm (group_norm) after a convolution: one triple per
     // (sample, group, row tile of the output positions).
     int64_t groups = channel_groups(norm);
-    int64_t positions = 1;
-    for (size_t d = 2; d < input.size(); ++d)
-      positions *= input[d].value();
-    buffer.shape = {input[0], Dim::constant(groups), Dim::constant(positions), Dim::constant(3)};
+    buffer.shape = {input[0], Dim::constant(groups), Dim::constant(positions_of(input)), Dim::constant(3)};
     buffer.ceil_div = {1, 1, plan.options.gemm_tile_m, 1};
     buffer.what = "per sample, group and row tile: count, mean, M2 of " + norm.op + "'s input";
   }
@@ -199,7 +213,7 @@ void assign_buffers(Plan& plan) {
     }
     if (producer < 0)
       continue;
-    BufferId partials = add_buffer(plan, partials_buffer(plan, node));
+    BufferId partials = add_buffer(plan, partials_buffer(plan, node, plan.kernels[static_cast<size_t>(producer)]));
     plan.kernels[static_cast<size_t>(producer)].writes.push_back(partials);
     if (KernelStep& source = plan.kernels[static_cast<size_t>(producer)]; source.kind == KernelKind::ColumnStats)
       add_unique(source.reads, value_buffer[node.operands[0]]);
