@@ -290,6 +290,43 @@ TEST(Planner, ConvBatchNormStatisticsComeFromTheConvEpilogue) {
             (Kernels{"gemm[conv_transpose2d]", "column-stats[]", "stats-finalize[]", "elementwise[,batch_norm]"}));
 }
 
+// A convolution over many channels reads its input channels-last. An
+// intermediate that an elementwise kernel writes and the conv alone reads is
+// stored so by that kernel (no copy); one that another kernel also reads, or
+// an argument, gets the copy.
+TEST(Planner, ConvInputFromAnElementwiseKernelIsStoredChannelsLast) {
+  const char* spec = R"(fusion f {
+    input x : f32[N, 16, 9, 7]
+    param w : f32[72, 16, 3, 3]
+    h = relu(x * 2.0)
+    output y = h + 1.0
+    output z = conv2d(h, w, padding=1)
+  })";
+  Plan plan = plan_fusion(compile_one(spec));
+  ASSERT_EQ(summary(plan), (Kernels{"elementwise[,mul,relu,add]", "gemm[conv2d]"}));
+  const KernelStep& conv = plan.kernels[1];
+  ASSERT_NE(conv.a_layout, kNoId);
+  EXPECT_TRUE(plan.buffer(conv.a_layout).channels_last);
+  EXPECT_EQ(plan.buffer(conv.a_layout).role, PlanBuffer::Role::Intermediate);
+  EXPECT_NE(std::find(plan.kernels[0].writes.begin(), plan.kernels[0].writes.end(), conv.a_layout),
+            plan.kernels[0].writes.end());
+  EXPECT_NE(print_plan(plan).find("intermediate, channels-last"), std::string::npos) << print_plan(plan);
+
+  Plan shared = plan_fusion(compile_one(R"(fusion f {
+    input x : f32[N, 16, 9, 7]
+    param w : f32[72, 16, 3, 3]
+    h = relu(x * 2.0)
+    output z = conv2d(h, w, padding=1)
+    output s = sum(h, dim=1)
+  })"));
+  for (const KernelStep& step : shared.kernels)
+    if (step.kind == KernelKind::Gemm) {
+      ASSERT_NE(step.a_layout, kNoId);
+      EXPECT_FALSE(shared.buffer(step.a_layout).channels_last);
+      EXPECT_EQ(shared.buffer(step.a_layout).role, PlanBuffer::Role::Scratch);
+    }
+}
+
 TEST(Planner, ConvGroupNormWithoutPoolGetsAFinalize) {
   Plan plan = plan_fusion(compile_one(R"(fusion f {
     input x : f32[N, 3, 16, 16]

@@ -319,7 +319,8 @@ void gathered_operands(const EmitContext& ctx, const Node& node, const ConvShape
 // are gathered, so each copy computes its own address (a_affine = false).
 void channels_last_operands(const EmitContext& ctx, const Node& node, const ConvShape& c, GemmMapping& g) {
   const std::string input = ctx.buffer(ctx.step().a_layout), weight = ctx.buffer(ctx.step().b_layout);
-  g.operand_copies.push_back(input_copy(ctx, operand(node, "input"), c, ctx.step().a_layout));
+  if (!ctx.plan().buffer(ctx.step().a_layout).channels_last) // else its producer wrote it so
+    g.operand_copies.push_back(input_copy(ctx, operand(node, "input"), c, ctx.step().a_layout));
   // [O, C/g, taps...] -> [O, taps..., C/g]
   const std::string t_text = num(c.taps) + "LL", cg_text = num(c.group_inputs) + "LL";
   g.operand_copies.push_back(weight_spec(ctx, operand(node, "weight"), ctx.step().b_layout,
@@ -529,7 +530,8 @@ GemmMapping map_transposed(const EmitContext& ctx, const Node& node, const ConvS
     load.push_back("return " + ctx.buffer(ctx.step().a_layout) + " + (sg / " + groups + ") * " +
                    num(c.plane * c.channels) + "LL + (sg % " + groups + ") * " + num(c.group_inputs) +
                    "LL + static_cast<long long>(" + offset + ") * " + num(c.channels) + "LL + c;");
-    g.operand_copies.push_back(input_copy(ctx, x_id, c, ctx.step().a_layout));
+    if (!ctx.plan().buffer(ctx.step().a_layout).channels_last)
+      g.operand_copies.push_back(input_copy(ctx, x_id, c, ctx.step().a_layout));
     // B: the weight rearranged per (conv group, phase) into dense [O/g, K]
     // slices with zeros for the taps a phase lacks.
     const int64_t slice = c.group_outputs * depth;

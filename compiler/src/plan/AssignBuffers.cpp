@@ -76,6 +76,30 @@ PlanBuffer finalized_buffer(const Plan& plan, const Node& norm) {
   return buffer;
 }
 
+// Whether a batched convolution's input `buffer` can be stored channels-last
+// by the kernel computing it (marked so): an intermediate written by one
+// elementwise kernel and read by `conv` alone. That kernel then walks its
+// domain channels-last, and the conv needs no copy pass (a write and a read
+// of the tensor fewer; the ResNet basic block's batch_norm + relu).
+bool stored_channels_last(Plan& plan, const KernelStep& conv, BufferId buffer) {
+  if (plan.buffers[buffer].role != PlanBuffer::Role::Intermediate)
+    return false;
+  int writers = 0, readers = 0;
+  bool elementwise = true;
+  for (const KernelStep& step : plan.kernels) {
+    if (std::find(step.writes.begin(), step.writes.end(), buffer) != step.writes.end()) {
+      ++writers;
+      elementwise = elementwise && step.kind == KernelKind::Elementwise;
+    }
+    if (&step != &conv && std::find(step.reads.begin(), step.reads.end(), buffer) != step.reads.end())
+      ++readers;
+  }
+  if (writers != 1 || !elementwise || readers != 0)
+    return false;
+  plan.buffers[buffer].channels_last = true;
+  return true;
+}
+
 // Rows from which a strict linear splits its weight once per call (chain 39
 // v0.1: 16384; not 62 and 75 at 1024, whose weight pass would cost a tenth
 // of their GEMM).
@@ -302,7 +326,10 @@ void assign_buffers(Plan& plan) {
       add_unique(step.reads, id);
       return id;
     };
-    step.a_layout = channels_last(input, "channels_last_");
+    const bool batched = fusion.value(input).type.rank() == spatial + 2; // channels are dim 1
+    step.a_layout = batched && stored_channels_last(plan, step, value_buffer[input])
+                        ? value_buffer[input]
+                        : channels_last(input, "channels_last_");
     if (!traits_of(conv).transposed) {
       step.b_layout = channels_last(weight, "channels_last_");
       continue;
