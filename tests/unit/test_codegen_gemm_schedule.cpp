@@ -283,8 +283,9 @@ TEST(CodegenGemm, WeightSplitOncePerCallForManyRows) {
 }
 
 // A strict convolution over many output positions splits its weight's dense
-// channels-last copy once per call; B's small parts mirror the copy, so they
-// are read where b_address reads (groups: each group's slice).
+// channels-last copy once per call, in the pass that writes the copy; B's
+// small parts mirror the copy, so they are read where b_address reads
+// (groups: each group's slice).
 TEST(CodegenGemm, ConvolutionSplitsItsDenseWeightCopyOncePerCall) {
   const std::string spec = R"(
 fusion conv {
@@ -302,12 +303,13 @@ fusion conv {
   GeneratedCode code = generate(plans);
   const std::string layout = "args.buf[" + std::to_string(step.b_layout) + "]";
   const std::string small = "args.buf[" + std::to_string(step.b_split) + "]";
-  EXPECT_TRUE(
-      contains(kernel_text(code, "conv_k0_split_b"), small + "[index] = fusegen_tf32_rest(" + layout + "[index]);"));
+  const std::string copy = kernel_text(code, "conv_k0_weight_channels_last");
+  EXPECT_TRUE(contains(copy, layout + "[index] = value;")) << copy;
+  EXPECT_TRUE(contains(copy, small + "[index] = fusegen_tf32_rest(value);")) << copy;
   const std::string text = kernel_text(code, "conv_k0");
   EXPECT_EQ(constant_of(text, "kBSplit"), "true");
   EXPECT_TRUE(contains(text, "return " + small + " + (b_address(args, b_base, k, n) - " + layout + ");")) << text;
-  // The weight's copy is written before it is split.
+  // The copy runs before the GEMM, and no separate split pass.
   const std::vector<KernelLaunch>& launches = code.fusions.at(0).kernels;
   auto position = [&](const std::string& name) {
     for (size_t i = 0; i < launches.size(); ++i)
@@ -316,8 +318,8 @@ fusion conv {
     return -1;
   };
   EXPECT_GE(position("conv_k0_weight_channels_last"), 0);
-  EXPECT_LT(position("conv_k0_weight_channels_last"), position("conv_k0_split_b"));
-  EXPECT_LT(position("conv_k0_split_b"), position("conv_k0"));
+  EXPECT_LT(position("conv_k0_weight_channels_last"), position("conv_k0"));
+  EXPECT_EQ(position("conv_k0_split_b"), -1);
   expect_compiles(gemm_source(code), "conv_b_split", false);
   // Fewer output positions, tf32, or FP16x3 products: split in the loop.
   EXPECT_EQ(plans_of(spec, {{"N", 7}}).at(0).kernels.at(0).b_split, kNoId);

@@ -257,6 +257,76 @@ TEST(Planner, EvalBatchNormIsPointwise) {
   EXPECT_EQ(summary(plan), (Kernels{"gemm[linear,batch_norm]"}));
 }
 
+// A training batch_norm after a forward convolution takes its partial
+// statistics from the conv's epilogue, per (sample, tile of 64 output
+// positions, channel); after a transposed one (phases whose rows store
+// nothing) from a column-statistics kernel.
+TEST(Planner, ConvBatchNormStatisticsComeFromTheConvEpilogue) {
+  Plan plan = plan_fusion(compile_one(R"(fusion f {
+    input x : f32[N, 3, 16, 12]
+    param w : f32[8, 3, 3, 3]
+    state rm : f32[8]
+    state rv : f32[8]
+    output y = relu(batch_norm(conv2d(x, w, padding=1), rm, rv))
+  })"));
+  EXPECT_EQ(summary(plan), (Kernels{"gemm[conv2d]", "stats-finalize[]", "elementwise[,batch_norm,relu]"}));
+  EXPECT_NE(plan.kernels[0].stats_out, kNoId);
+  const PlanBuffer* partials = nullptr;
+  for (BufferId id : plan.kernels[0].writes)
+    if (plan.buffer(id).role == PlanBuffer::Role::Statistics)
+      partials = &plan.buffer(id);
+  ASSERT_NE(partials, nullptr);
+  EXPECT_EQ(shape_str(partials->shape), "[N, 192, 8, 3]");
+  EXPECT_EQ(partials->ceil_div, (std::vector<int64_t>{1, 64, 1, 1}));
+
+  Plan transposed = plan_fusion(compile_one(R"(fusion f {
+    input x : f32[N, 3, 6, 6]
+    param w : f32[3, 8, 3, 3]
+    state rm : f32[8]
+    state rv : f32[8]
+    output y = batch_norm(conv_transpose2d(x, w, stride=2), rm, rv)
+  })"));
+  EXPECT_EQ(summary(transposed),
+            (Kernels{"gemm[conv_transpose2d]", "column-stats[]", "stats-finalize[]", "elementwise[,batch_norm]"}));
+}
+
+// A convolution over many channels reads its input channels-last. An
+// intermediate that an elementwise kernel writes and the conv alone reads is
+// stored so by that kernel (no copy); one that another kernel also reads, or
+// an argument, gets the copy.
+TEST(Planner, ConvInputFromAnElementwiseKernelIsStoredChannelsLast) {
+  const char* spec = R"(fusion f {
+    input x : f32[N, 16, 9, 7]
+    param w : f32[72, 16, 3, 3]
+    h = relu(x * 2.0)
+    output y = h + 1.0
+    output z = conv2d(h, w, padding=1)
+  })";
+  Plan plan = plan_fusion(compile_one(spec));
+  ASSERT_EQ(summary(plan), (Kernels{"elementwise[,mul,relu,add]", "gemm[conv2d]"}));
+  const KernelStep& conv = plan.kernels[1];
+  ASSERT_NE(conv.a_layout, kNoId);
+  EXPECT_TRUE(plan.buffer(conv.a_layout).channels_last);
+  EXPECT_EQ(plan.buffer(conv.a_layout).role, PlanBuffer::Role::Intermediate);
+  EXPECT_NE(std::find(plan.kernels[0].writes.begin(), plan.kernels[0].writes.end(), conv.a_layout),
+            plan.kernels[0].writes.end());
+  EXPECT_NE(print_plan(plan).find("intermediate, channels-last"), std::string::npos) << print_plan(plan);
+
+  Plan shared = plan_fusion(compile_one(R"(fusion f {
+    input x : f32[N, 16, 9, 7]
+    param w : f32[72, 16, 3, 3]
+    h = relu(x * 2.0)
+    output z = conv2d(h, w, padding=1)
+    output s = sum(h, dim=1)
+  })"));
+  for (const KernelStep& step : shared.kernels)
+    if (step.kind == KernelKind::Gemm) {
+      ASSERT_NE(step.a_layout, kNoId);
+      EXPECT_FALSE(shared.buffer(step.a_layout).channels_last);
+      EXPECT_EQ(shared.buffer(step.a_layout).role, PlanBuffer::Role::Scratch);
+    }
+}
+
 TEST(Planner, ConvGroupNormWithoutPoolGetsAFinalize) {
   Plan plan = plan_fusion(compile_one(R"(fusion f {
     input x : f32[N, 3, 16, 16]

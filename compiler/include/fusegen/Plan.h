@@ -48,6 +48,10 @@ struct PlanBuffer {
   // allocation's dim 0) to get the value; None for a plain buffer.
   enum class Combine : uint8_t { None, Min, Max };
   Combine combine = Combine::None;
+  // An intermediate stored with dim 1 (the channels) moved last, as the
+  // convolution that alone reads it loads its input (KernelStep::a_layout):
+  // its elementwise producer writes it so, and no copy pass runs.
+  bool channels_last = false;
 };
 const char* buffer_role_name(PlanBuffer::Role role);
 const char* combine_name(PlanBuffer::Combine combine); // "min", "max", "" for None

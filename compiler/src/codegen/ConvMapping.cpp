@@ -319,18 +319,18 @@ void gathered_operands(const EmitContext& ctx, const Node& node, const ConvShape
 // are gathered, so each copy computes its own address (a_affine = false).
 void channels_last_operands(const EmitContext& ctx, const Node& node, const ConvShape& c, GemmMapping& g) {
   const std::string input = ctx.buffer(ctx.step().a_layout), weight = ctx.buffer(ctx.step().b_layout);
-  g.operand_passes.push_back(rearrange_pass(ctx, input_copy(ctx, operand(node, "input"), c, ctx.step().a_layout)));
+  if (!ctx.plan().buffer(ctx.step().a_layout).channels_last) // else its producer wrote it so
+    g.operand_copies.push_back(input_copy(ctx, operand(node, "input"), c, ctx.step().a_layout));
   // [O, C/g, taps...] -> [O, taps..., C/g]
   const std::string t_text = num(c.taps) + "LL", cg_text = num(c.group_inputs) + "LL";
-  g.operand_passes.push_back(
-      rearrange_pass(ctx, weight_spec(ctx, operand(node, "weight"), ctx.step().b_layout,
-                                      c.out_channels * c.group_inputs * c.taps, c.group_inputs, c.taps,
-                                      {"const long long o = index / (" + t_text + " * " + cg_text +
-                                           "), rest = index % (" + t_text + " * " + cg_text + ");",
-                                       "const long long t = rest / " + cg_text + ", c = rest % " + cg_text + ";",
-                                       "const long long from = (o * " + cg_text + " + c) * " + t_text + " + t;",
-                                       "const bool inside = true;"},
-                                      "channels-last")));
+  g.operand_copies.push_back(weight_spec(ctx, operand(node, "weight"), ctx.step().b_layout,
+                                         c.out_channels * c.group_inputs * c.taps, c.group_inputs, c.taps,
+                                         {"const long long o = index / (" + t_text + " * " + cg_text +
+                                              "), rest = index % (" + t_text + " * " + cg_text + ");",
+                                          "const long long t = rest / " + cg_text + ", c = rest % " + cg_text + ";",
+                                          "const long long from = (o * " + cg_text + " + c) * " + t_text + " + t;",
+                                          "const bool inside = true;"},
+                                         "channels-last"));
   const std::vector<int64_t> outs = per_dim(c, [](const ConvDim& d) { return d.out; });
   const std::vector<int64_t> kernels = per_dim(c, [](const ConvDim& d) { return d.kernel; });
   const int64_t depth = c.group_inputs * c.taps;
@@ -530,7 +530,8 @@ GemmMapping map_transposed(const EmitContext& ctx, const Node& node, const ConvS
     load.push_back("return " + ctx.buffer(ctx.step().a_layout) + " + (sg / " + groups + ") * " +
                    num(c.plane * c.channels) + "LL + (sg % " + groups + ") * " + num(c.group_inputs) +
                    "LL + static_cast<long long>(" + offset + ") * " + num(c.channels) + "LL + c;");
-    g.operand_passes.push_back(rearrange_pass(ctx, input_copy(ctx, x_id, c, ctx.step().a_layout)));
+    if (!ctx.plan().buffer(ctx.step().a_layout).channels_last)
+      g.operand_copies.push_back(input_copy(ctx, x_id, c, ctx.step().a_layout));
     // B: the weight rearranged per (conv group, phase) into dense [O/g, K]
     // slices with zeros for the taps a phase lacks.
     const int64_t slice = c.group_outputs * depth;
@@ -558,9 +559,8 @@ GemmMapping map_transposed(const EmitContext& ctx, const Node& node, const ConvS
     decode.push_back("const bool inside = " + valid + ";");
     decode.push_back("const long long from = inside ? ((group * " + num(c.group_inputs) + "LL + c) * " +
                      num(c.group_outputs) + "LL + n) * " + num(c.taps) + "LL" + tap_offset + " : 0;");
-    g.operand_passes.push_back(
-        rearrange_pass(ctx, weight_spec(ctx, w_id, ctx.step().b_layout, c.groups * phases * slice, c.group_inputs,
-                                        c.group_outputs * c.taps, decode, "per output phase, channels-last")));
+    g.operand_copies.push_back(weight_spec(ctx, w_id, ctx.step().b_layout, c.groups * phases * slice, c.group_inputs,
+                                           c.group_outputs * c.taps, decode, "per output phase, channels-last"));
   } else {
     load.push_back("return " + ctx.value_buffer(x_id) + " + sg * " + num(c.group_inputs * c.plane) + "LL + " +
                    "static_cast<long long>(c) * " + num(c.plane) + "LL + " + offset + ";");

@@ -102,18 +102,37 @@ Result<std::vector<PointwiseEmitter::NormTerms>> split_batch_norm_terms(const Em
   return terms;
 }
 
+// Whether the kernel stores a value channels-last (PlanBuffer::channels_last):
+// then `index` walks the domain in that order, so that those stores are
+// contiguous, and the other loads and stores are at the element's offset.
+bool walks_channels_last(const EmitContext& ctx) {
+  for (const auto& stored : stored_values(ctx))
+    if (ctx.plan().buffer(stored.second).channels_last)
+      return true;
+  return false;
+}
+
 Result<std::vector<std::string>> scalar_body(const EmitContext& ctx, const Shape& domain) {
   Body body;
-  declare_coordinates(ctx, domain, "index", body);
+  const bool channels_last = walks_channels_last(ctx);
+  std::string at = "index"; // the element's offset in a contiguous tensor of the domain's shape
+  if (channels_last) {
+    declare_channels_last_coordinates(ctx, domain, "index", body);
+    at = "at";
+    body.declare(at, "const long long at = " + broadcast_offset(ctx, domain, coord_names(domain.size())) + ";");
+  } else {
+    declare_coordinates(ctx, domain, "index", body);
+  }
   Result<std::vector<PointwiseEmitter::NormTerms>> norm = split_batch_norm_terms(ctx, domain, 1, body);
   if (!norm)
     return Error{norm.error()};
   PointwiseEmitter pointwise(ctx, body.lines(), domain, coord_names(domain.size()));
   if (!norm.value().empty())
     pointwise.bind_stats(ctx.step().stats_in, norm.value()[0]);
-  bind_domain_loads(ctx, domain, "index", body, pointwise);
+  bind_domain_loads(ctx, domain, at, body, pointwise);
   for (const auto& [value, buffer] : stored_values(ctx))
-    body.lines().push_back(ctx.buffer(buffer) + "[index] = " + pointwise.value(value) + ";");
+    body.lines().push_back(ctx.buffer(buffer) + "[" + (ctx.plan().buffer(buffer).channels_last ? "index" : at) +
+                           "] = " + pointwise.value(value) + ";");
   return body.finish({"args", "index"});
 }
 
@@ -171,7 +190,8 @@ Result<KernelSource> emit_elementwise(const EmitContext& ctx) {
     partials = partials || ctx.is_partials(value);
   // A split batch_norm's per-lane terms step its channel, the last dim.
   const int along = vector_dim(domain);
-  bool vectorize = !partials && along >= 0 && domain[static_cast<size_t>(along)].is_constant() &&
+  bool vectorize = !partials && !walks_channels_last(ctx) && along >= 0 &&
+                   domain[static_cast<size_t>(along)].is_constant() &&
                    domain[static_cast<size_t>(along)].value() % 4 == 0 &&
                    (ctx.step().stats_in == kNoId || along + 1 == static_cast<int>(domain.size()));
   int width = vectorize ? 4 : 1;

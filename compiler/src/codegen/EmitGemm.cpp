@@ -483,8 +483,13 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   shared_hooks["cols"] = hook("long long", "gemm_cols", args, returns(g.cols));
   shared_hooks["depth"] = hook("long long", "gemm_depth", args, returns(g.depth));
   // The channels-last copies run first, whichever template takes the GEMM.
-  auto with_layout = [&](KernelSource source) {
-    for (KernelSource pass : g.operand_passes) {
+  // The copy that writes B (a convolution's dense weight) also writes its
+  // tf32 small parts when `b_small` is given.
+  auto with_layout = [&](KernelSource source, BufferId b_small = kNoId) {
+    for (RearrangeSpec copy : g.operand_copies) {
+      if (copy.to == ctx.step().b_layout)
+        copy.tf32_small = b_small;
+      KernelSource pass = rearrange_pass(ctx, copy);
       source.scratch_used.insert(source.scratch_used.end(), pass.scratch_used.begin(), pass.scratch_used.end());
       source.leaders.insert(source.leaders.begin(), std::move(pass));
     }
@@ -523,7 +528,13 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   hooks["b_split"] = bool_hook("kBSplit", variant.b_split);
   hooks["b_small_address"] = hook("const float*", "b_small_address", element("b_base", "k", "n"),
                                   variant.b_split ? small_b_address(ctx, g) : returns("nullptr"));
-  if (variant.b_split) {
+  // 3xTF32's small parts of a convolution's dense weight come from its copy
+  // (one pass fewer); else from a pass over B.
+  bool b_split_in_copy = false;
+  for (const RearrangeSpec& copy : g.operand_copies)
+    b_split_in_copy =
+        b_split_in_copy || (variant.b_split && variant.inner_product == 1 && copy.to == split_b_source(ctx));
+  if (variant.b_split && !b_split_in_copy) {
     source.leaders.push_back(b_split_pass(ctx, split_b_source(ctx), variant));
     source.scratch_used.push_back(ctx.step().b_split);
   }
@@ -609,7 +620,7 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
     follower.launch.shared_bytes = split.shared_floats() * 4;
     source.followers.push_back(std::move(follower));
   }
-  return with_layout(std::move(source));
+  return with_layout(std::move(source), b_split_in_copy ? ctx.step().b_split : kNoId);
 }
 
 } // namespace fusegen::codegen

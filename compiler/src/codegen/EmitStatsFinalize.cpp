@@ -1,7 +1,8 @@
 // Stats-finalize kernels (templates/stats_finalize.cu): combine the partial
 // statistics (count, mean, M2) of a split normalization with Chan's formula
 // in a fixed order and write mean and 1/sqrt(biased var + eps):
-//  * batch_norm (training): partials [ceil(N / tile_m), C, 3] -> stats [C, 2],
+//  * batch_norm (training): partials [ceil(N / tile_m), C, 3] (or after a
+//    convolution [N, ceil(positions / tile_m), C, 3]) -> stats [C, 2],
 //    and the running stats updated in place as torch does (momentum-weighted,
 //    unbiased variance);
 //  * group_norm: partials [N, G, ceil(positions / tile_m), 3] -> stats [N, G, 2].
@@ -54,12 +55,16 @@ std::vector<std::string> write_stats(const EmitContext& ctx, BufferId stats, dou
 Result<Layout> batch_norm_layout(const EmitContext& ctx, const Node& node, const PlanBuffer& partials,
                                  BufferId stats) {
   const Shape& input = ctx.fusion().value(node.operands[0]).type.shape;
-  if (partials.shape.size() != 3)
+  // [parts, C, 3], or after a convolution [N, position tiles, C, 3]: the
+  // dims before the channels are the parts.
+  if (partials.shape.size() != 3 && partials.shape.size() != 4)
     return Error{"internal error: unexpected layout of " + partials.name + " " + shape_str(partials.shape)};
   Layout layout;
   std::string channels = ctx.dim(input[1]);
   layout.rows = channels;
   layout.parts = buffer_extent(ctx, partials, 0);
+  if (partials.shape.size() == 4)
+    layout.parts = "(" + layout.parts + " * " + buffer_extent(ctx, partials, 1) + ")";
   layout.partial_offset = "(part * " + channels + " + row) * 3";
   layout.row_count = ctx.size(input, 1, 2);
   // Few channels: more threads per channel, so a long series of row tiles

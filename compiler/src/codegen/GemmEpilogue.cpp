@@ -11,6 +11,7 @@
 #include "codegen/PointwiseEmitter.h"
 #include "fusegen/OpRegistry.h"
 #include "ops/OpHelpers.h"
+#include "plan/GemmFamily.h"
 #include "plan/PlanQueries.h"
 
 #include <algorithm>
@@ -85,18 +86,17 @@ Result<Stages> read_stages(const EmitContext& ctx, const GemmMapping& g) {
     if (!ctx.is_materialized(s.reduce->result))
       return Error{"internal error: the row " + s.reduce->op + " result is not in memory"};
   }
+  const bool convolution = plan::traits_of(*s.contraction).contraction == ContractionForm::Convolution;
   if (step.stats_out != kNoId) {
     s.stats = &fusion.node(step.stats_out);
-    const bool convolution = plan::traits_of(*s.contraction).contraction == ContractionForm::Convolution;
-    if (plan::is_column_norm(*s.stats) && !convolution) {
+    if (convolution && !plan::convolution_rows_are_positions(fusion, *s.contraction))
+      return Error{"internal error: " + s.stats->op + " statistics after an unbatched or transposed " +
+                   s.contraction->op + " in the GEMM epilogue"};
+    if (plan::is_column_norm(*s.stats)) {
       s.stats_group = 1;
     } else if (plan::channel_groups(*s.stats) > 0 && convolution) {
       const Shape& input = shape_of(ctx, s.stats->operands[0]);
       int64_t groups = plan::channel_groups(*s.stats);
-      const OpTraits& conv = plan::traits_of(*s.contraction);
-      if (conv.transposed || input.size() != static_cast<size_t>(conv.spatial_dims) + 2)
-        return Error{"internal error: group_norm statistics after an unbatched or transposed " + s.contraction->op +
-                     " in the GEMM epilogue"};
       s.stats_group = input[1].value() / groups;
       int64_t conv_groups = std::get<int64_t>(s.contraction->attrs.at("groups"));
       int64_t group_outputs = input[1].value() / conv_groups;
@@ -112,7 +112,7 @@ Result<Stages> read_stages(const EmitContext& ctx, const GemmMapping& g) {
     if (ctx.stats_buffer(s.stats->id, false) == kNoId)
       return Error{"internal error: no partial statistics buffer for " + s.stats->op};
   }
-  bool needs_matrix = s.norm != nullptr || (s.stats != nullptr && plan::is_column_norm(*s.stats));
+  bool needs_matrix = s.norm != nullptr || (s.stats != nullptr && plan::is_column_norm(*s.stats) && !convolution);
   if (needs_matrix && !g.is_matrix) {
     std::string operands;
     for (ValueId operand : s.contraction->operands)
@@ -177,18 +177,15 @@ std::vector<std::string> stats_slot_body(const EmitContext& ctx, const GemmMappi
   if (!s.stats)
     return {"return nullptr;"};
   std::string partials = ctx.buffer(ctx.stats_buffer(s.stats->id, false));
-  if (plan::is_column_norm(*s.stats)) // [ceil(M / tile), C, 3]
+  const bool convolution = plan::traits_of(*s.contraction).contraction == ContractionForm::Convolution;
+  if (plan::is_column_norm(*s.stats) && !convolution) // [ceil(M / tile), C, 3]
     return {"return " + partials + " + (row_tile * " + g.cols + " + n) * 3;"};
-  // group_norm after a convolution: [N, G, ceil(output positions / tile), 3]
-  int64_t groups = plan::channel_groups(*s.stats);
   int64_t conv_groups = std::get<int64_t>(s.contraction->attrs.at("groups"));
   const Shape& out = shape_of(ctx, s.contraction->result);
   int64_t positions = 1;
   for (size_t d = 2; d < out.size(); ++d)
     positions *= out[d].value();
-  int64_t tiles = (positions + kTile - 1) / kTile;
-  std::string g_text = std::to_string(groups) + "LL", tiles_text = std::to_string(tiles) + "LL";
-  std::string per_group = std::to_string(s.stats_group) + "LL";
+  std::string tiles = std::to_string((positions + kTile - 1) / kTile) + "LL";
   std::vector<std::string> body;
   if (conv_groups == 1) {
     body.push_back("const long long sample = batch, channel = n;");
@@ -197,7 +194,15 @@ std::vector<std::string> stats_slot_body(const EmitContext& ctx, const GemmMappi
     body.push_back("const long long sample = batch / " + cg + ";");
     body.push_back("const long long channel = (batch % " + cg + ") * " + g.cols + " + n;");
   }
-  body.push_back("return " + partials + " + ((sample * " + g_text + " + channel / " + per_group + ") * " + tiles_text +
+  if (plan::is_column_norm(*s.stats)) { // batch_norm: [N, ceil(output positions / tile), C, 3]
+    body.push_back("return " + partials + " + ((sample * " + tiles + " + row_tile) * " + ctx.dim(out[1]) +
+                   " + channel) * 3;");
+    return body;
+  }
+  // group_norm: [N, G, ceil(output positions / tile), 3]
+  std::string g_text = std::to_string(plan::channel_groups(*s.stats)) + "LL";
+  std::string per_group = std::to_string(s.stats_group) + "LL";
+  body.push_back("return " + partials + " + ((sample * " + g_text + " + channel / " + per_group + ") * " + tiles +
                  " + row_tile) * 3;");
   return body;
 }

@@ -59,6 +59,25 @@ void declare_coordinates(const EmitContext& ctx, const Shape& shape, const std::
   }
 }
 
+void declare_channels_last_coordinates(const EmitContext& ctx, const Shape& shape, const std::string& index,
+                                       Body& body) {
+  std::vector<size_t> walk = {0}; // the dims from slowest to fastest
+  for (size_t d = 2; d < shape.size(); ++d)
+    walk.push_back(d);
+  walk.push_back(1);
+  Shape walked;
+  for (size_t d : walk)
+    walked.push_back(shape[d]);
+  for (size_t w = 0; w < walk.size(); ++w) {
+    std::string stride = ctx.product(walked, w + 1, walked.size());
+    std::string expr = stride == "1LL" ? index : "(" + index + " / " + stride + ")";
+    if (w > 0)
+      expr += " % " + ctx.dim(walked[w]);
+    const std::string name = "c" + std::to_string(walk[w]);
+    body.declare(name, "const long long " + name + " = " + expr + ";");
+  }
+}
+
 void bind_domain_loads(const EmitContext& ctx, const Shape& domain, const std::string& index, Body& body,
                        PointwiseEmitter& pointwise) {
   std::set<ValueId> computed, bound;

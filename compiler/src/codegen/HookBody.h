@@ -36,6 +36,10 @@ std::vector<std::string> coord_names(size_t rank);
 
 // Declares c0..c{rank-1}, the coordinates of flat index `index` in `shape`.
 void declare_coordinates(const EmitContext& ctx, const Shape& shape, const std::string& index, Body& body);
+// The same for an `index` that walks `shape` (rank 3 or more) channels-last:
+// dim 1 varies fastest, then the last dim, and so on.
+void declare_channels_last_coordinates(const EmitContext& ctx, const Shape& shape, const std::string& index,
+                                       Body& body);
 
 // Memory operands of this kernel's nodes with exactly the domain's shape load
 // at the flat index itself (no coordinate arithmetic): declared as x<id> and

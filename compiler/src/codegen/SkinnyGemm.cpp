@@ -90,7 +90,7 @@ std::optional<SkinnyShape> skinny_shape(const EmitContext& ctx, const GemmMappin
   const Node& anchor = ctx.fusion().node(ctx.step().anchor());
   if (ctx.options().gemm_block || plan::traits_of(anchor).contraction == ContractionForm::Convolution)
     return std::nullopt; // a forced block is for gemm.cu; a convolution's A has zeros (padding), not addresses
-  if (s.norm || s.reduce || s.stats || s.column_norm || !g.operand_passes.empty() || !g.a_along_k)
+  if (s.norm || s.reduce || s.stats || s.column_norm || !g.operand_copies.empty() || !g.a_along_k)
     return std::nullopt; // pointwise epilogues only
   if (!g.launch_rows.value || *g.launch_rows.value < 1 || !g.launch_cols.value || !g.launch_depth.value ||
       !g.launch_batches.value)

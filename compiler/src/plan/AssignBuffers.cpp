@@ -20,14 +20,31 @@ BufferId add_buffer(Plan& plan, PlanBuffer buffer) {
   return static_cast<BufferId>(plan.buffers.size() - 1);
 }
 
-// Partial statistics of a split normalization: (count, mean, M2) triples.
-PlanBuffer partials_buffer(const Plan& plan, const Node& norm) {
+// The product of the spatial dims (2 and on) of a known shape.
+int64_t positions_of(const Shape& shape) {
+  int64_t positions = 1;
+  for (size_t d = 2; d < shape.size(); ++d)
+    positions *= shape[d].value();
+  return positions;
+}
+
+// Partial statistics of a split normalization, written by `producer`:
+// (count, mean, M2) triples.
+PlanBuffer partials_buffer(const Plan& plan, const Node& norm, const KernelStep& producer) {
   const Fusion& fusion = plan.fusion;
   const Shape& input = fusion.value(norm.operands[0]).type.shape;
   PlanBuffer buffer;
   buffer.role = PlanBuffer::Role::Statistics;
   buffer.name = "partials_" + std::to_string(norm.id);
-  if (is_column_norm(norm)) {
+  if (is_column_norm(norm) && producer.kind == KernelKind::Gemm &&
+      convolution_rows_are_positions(fusion, fusion.node(producer.anchor()))) {
+    // A convolution's epilogue: one triple per (sample, row tile of the
+    // output positions, channel); the parts of a channel are the first two
+    // dims together.
+    buffer.shape = {input[0], Dim::constant(positions_of(input)), input[1], Dim::constant(3)};
+    buffer.ceil_div = {1, plan.options.gemm_tile_m, 1, 1};
+    buffer.what = "per sample, row tile and channel: count, mean, M2 of batch_norm's input";
+  } else if (is_column_norm(norm)) {
     // One triple per (tile of dim 0, channel); a tile also covers the
     // spatial dims of its samples.
     buffer.shape = {input[0], input[1], Dim::constant(3)};
@@ -37,10 +54,7 @@ PlanBuffer partials_buffer(const Plan& plan, const Node& norm) {
     // A grouped norm (group_norm) after a convolution: one triple per
     // (sample, group, row tile of the output positions).
     int64_t groups = channel_groups(norm);
-    int64_t positions = 1;
-    for (size_t d = 2; d < input.size(); ++d)
-      positions *= input[d].value();
-    buffer.shape = {input[0], Dim::constant(groups), Dim::constant(positions), Dim::constant(3)};
+    buffer.shape = {input[0], Dim::constant(groups), Dim::constant(positions_of(input)), Dim::constant(3)};
     buffer.ceil_div = {1, 1, plan.options.gemm_tile_m, 1};
     buffer.what = "per sample, group and row tile: count, mean, M2 of " + norm.op + "'s input";
   }
@@ -60,6 +74,30 @@ PlanBuffer finalized_buffer(const Plan& plan, const Node& norm) {
     buffer.what = "per sample and group: mean, 1/sqrt(biased var + eps)";
   }
   return buffer;
+}
+
+// Whether a batched convolution's input `buffer` can be stored channels-last
+// by the kernel computing it (marked so): an intermediate written by one
+// elementwise kernel and read by `conv` alone. That kernel then walks its
+// domain channels-last, and the conv needs no copy pass (a write and a read
+// of the tensor fewer; the ResNet basic block's batch_norm + relu).
+bool stored_channels_last(Plan& plan, const KernelStep& conv, BufferId buffer) {
+  if (plan.buffers[buffer].role != PlanBuffer::Role::Intermediate)
+    return false;
+  int writers = 0, readers = 0;
+  bool elementwise = true;
+  for (const KernelStep& step : plan.kernels) {
+    if (std::find(step.writes.begin(), step.writes.end(), buffer) != step.writes.end()) {
+      ++writers;
+      elementwise = elementwise && step.kind == KernelKind::Elementwise;
+    }
+    if (&step != &conv && std::find(step.reads.begin(), step.reads.end(), buffer) != step.reads.end())
+      ++readers;
+  }
+  if (writers != 1 || !elementwise || readers != 0)
+    return false;
+  plan.buffers[buffer].channels_last = true;
+  return true;
 }
 
 // Rows from which a strict linear splits its weight once per call (chain 39
@@ -199,7 +237,7 @@ void assign_buffers(Plan& plan) {
     }
     if (producer < 0)
       continue;
-    BufferId partials = add_buffer(plan, partials_buffer(plan, node));
+    BufferId partials = add_buffer(plan, partials_buffer(plan, node, plan.kernels[static_cast<size_t>(producer)]));
     plan.kernels[static_cast<size_t>(producer)].writes.push_back(partials);
     if (KernelStep& source = plan.kernels[static_cast<size_t>(producer)]; source.kind == KernelKind::ColumnStats)
       add_unique(source.reads, value_buffer[node.operands[0]]);
@@ -288,7 +326,10 @@ void assign_buffers(Plan& plan) {
       add_unique(step.reads, id);
       return id;
     };
-    step.a_layout = channels_last(input, "channels_last_");
+    const bool batched = fusion.value(input).type.rank() == spatial + 2; // channels are dim 1
+    step.a_layout = batched && stored_channels_last(plan, step, value_buffer[input])
+                        ? value_buffer[input]
+                        : channels_last(input, "channels_last_");
     if (!traits_of(conv).transposed) {
       step.b_layout = channels_last(weight, "channels_last_");
       continue;

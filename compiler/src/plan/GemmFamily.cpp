@@ -50,16 +50,29 @@ JoinAnswer gemm_takes_row_norm(const Fusion& fusion, const KernelStep& gemm, con
                     "-wide tile holds whole groups of " + std::to_string(width) + " channels"};
 }
 
+bool convolution_rows_are_positions(const Fusion& fusion, const Node& contraction) {
+  const OpTraits& traits = traits_of(contraction);
+  return traits.contraction == ContractionForm::Convolution && !traits.transposed &&
+         fusion.value(contraction.result).type.rank() == static_cast<size_t>(traits.spatial_dims) + 2;
+}
+
 bool gemm_feeds_batch_norm(const Fusion& fusion, const KernelStep& gemm, const Node& norm, bool sole_use) {
-  return is_training_batch_norm(norm) && gemm.kind == KernelKind::Gemm && gemm.stages.size() == 1 &&
-         gemm.stats_out == kNoId && fusion.value(norm.operands[0]).type.rank() == 2 &&
-         result_rows_are_gemm_rows(fusion, contraction_of(fusion, gemm)) && sole_use;
+  if (!is_training_batch_norm(norm) || gemm.kind != KernelKind::Gemm || gemm.stages.size() != 1 ||
+      gemm.stats_out != kNoId || !sole_use)
+    return false;
+  const Node& contraction = contraction_of(fusion, gemm);
+  if (convolution_rows_are_positions(fusion, contraction))
+    return true;
+  return fusion.value(norm.operands[0]).type.rank() == 2 && result_rows_are_gemm_rows(fusion, contraction);
 }
 
 JoinAnswer gemm_takes_batch_norm(const Fusion& fusion, const KernelStep& gemm, const Node& norm,
                                  const PlanOptions& options) {
   const Shape& shape = fusion.value(norm.operands[0]).type.shape;
-  if (!shape[0].is_constant() || shape[0].value() < 1)
+  // One block per column tile holds every row only where the result's rows
+  // are the GEMM's (not a convolution's samples times positions).
+  if (!result_rows_are_gemm_rows(fusion, contraction_of(fusion, gemm)) || !shape[0].is_constant() ||
+      shape[0].value() < 1)
     return {};
   const int64_t rows = shape[0].value();
   const VectorOperands vectors = vector_operands(fusion, contraction_of(fusion, gemm));
@@ -83,16 +96,14 @@ JoinAnswer gemm_emits_group_statistics(const Fusion& fusion, const KernelStep& g
                                        const PlanOptions& options) {
   if (!is_row_moments(norm) || channel_groups(norm) <= 0)
     return {};
-  if (gemm.kind != KernelKind::Gemm || gemm.stages.size() != 1 || gemm.stats_out != kNoId ||
-      traits_of(contraction_of(fusion, gemm)).contraction != ContractionForm::Convolution || !sole_use)
+  // Batched results only, and every GEMM row an output position: a
+  // transposed convolution's phases leave rows that store nothing.
+  if (gemm.kind != KernelKind::Gemm || gemm.stages.size() != 1 || gemm.stats_out != kNoId || !sole_use ||
+      !convolution_rows_are_positions(fusion, contraction_of(fusion, gemm)))
     return {};
   const Shape& shape = fusion.value(norm.operands[0]).type.shape;
   const int64_t groups = channel_groups(norm);
-  const OpTraits& conv = traits_of(contraction_of(fusion, gemm));
-  // Batched results only, and every GEMM row an output position: a
-  // transposed convolution's phases leave rows that store nothing.
-  if (conv.transposed || shape.size() != static_cast<size_t>(conv.spatial_dims) + 2 || !shape[1].is_constant() ||
-      groups <= 0)
+  if (!shape[1].is_constant() || groups <= 0)
     return {};
   const int64_t per_group = shape[1].value() / groups;
   // Each norm group must lie inside one column tile and one conv group.

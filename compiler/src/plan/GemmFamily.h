@@ -28,7 +28,13 @@ bool result_rows_are_gemm_rows(const Fusion& fusion, const Node& contraction);
 JoinAnswer gemm_takes_row_norm(const Fusion& fusion, const KernelStep& gemm, const Node& norm, bool sole_use,
                                const PlanOptions& options);
 
-// A GEMM kernel whose 2-D result a training batch_norm reads and nothing else
+// A batched forward convolution: its GEMM rows are each sample's output
+// positions (batch = sample and conv group), every one of them stored. Such
+// a GEMM can emit per-channel partial statistics over its row tiles.
+bool convolution_rows_are_positions(const Fusion& fusion, const Node& contraction);
+
+// A GEMM kernel whose result a training batch_norm reads and nothing else: a
+// 2-D result whose rows are the GEMM's, or a batched forward convolution's
 // (the precondition of both batch_norm answers below).
 bool gemm_feeds_batch_norm(const Fusion& fusion, const KernelStep& gemm, const Node& norm, bool sole_use);
 

@@ -105,7 +105,8 @@ std::string print_plan(const Plan& plan) {
       out += "  workspace:\n";
     any = true;
     out += "    " + buffer.name + " : f32" + tiled_shape(buffer) + " " + buffer_role_name(buffer.role) + ", " +
-           bytes_text(buffer) + (buffer.what.empty() ? "" : " (" + buffer.what + ")") + "\n";
+           (buffer.channels_last ? "channels-last, " : "") + bytes_text(buffer) +
+           (buffer.what.empty() ? "" : " (" + buffer.what + ")") + "\n";
   }
   if (!any)
     out += "  workspace: none\n";

@@ -323,6 +323,34 @@ void convolution_cases(std::vector<MatrixCase>& out) {
        "  h = group_norm(h, 3)\n  output y = tanh(h)\n");
   conv("conv_transpose3d_dilation", "  input x : f32[N, 2, 3, 3, 4]\n  param w : f32[2, 3, 2, 3, 2]\n"
                                     "  output y = conv_transpose3d(x, w, padding=(0, 1, 0), dilation=2)\n");
+  // Training batch_norm statistics from the conv epilogue: per (sample, row
+  // tile of positions, channel), over 99 and 2 positions, conv groups, the
+  // channels-last kernel, 1-d and 3-d.
+  conv("conv2d_batch_norm_relu",
+       "  input x : f32[N, 3, 13, 11]\n  param w : f32[5, 3, 3, 3]\n  param b : f32[5]\n"
+       "  state rm : f32[5]\n  state rv : f32[5]\n  param g : f32[5]\n  param beta : f32[5]\n"
+       "  h = conv2d(x, w, b)\n  h = batch_norm(h, rm, rv, weight=g, bias=beta, training=true, momentum=0.3)\n"
+       "  output y = relu(h)\n");
+  conv("conv2d_channels_last_groups_batch_norm",
+       "  input x : f32[N, 32, 10, 9]\n  param w : f32[144, 16, 3, 3]\n  state rm : f32[144]\n"
+       "  state rv : f32[144]\n  h = conv2d(x, w, padding=1, groups=2)\n"
+       "  output y = batch_norm(h, rm, rv, training=true) + 1.0\n");
+  conv("conv1d_two_positions_batch_norm", "  input x : f32[N, 4, 4]\n  param w : f32[6, 4, 3]\n"
+                                          "  state rm : f32[6]\n  state rv : f32[6]\n  h = conv1d(x, w)\n"
+                                          "  output y = batch_norm(h, rm, rv, training=true)\n");
+  // A channels-last conv's input written so by its elementwise producer (no
+  // copy pass), beside an output it stores as usual; and a basic block.
+  conv("conv2d_input_stored_channels_last",
+       "  input x : f32[N, 16, 9, 7]\n  param w : f32[72, 16, 3, 3]\n  h = relu(x * 2.0)\n"
+       "  output y = h + 1.0\n  output z = conv2d(h, w, padding=1)\n");
+  conv("conv2d_basic_block",
+       "  input x : f32[N, 16, 10, 9]\n  param w1 : f32[16, 16, 3, 3]\n  param w2 : f32[16, 16, 3, 3]\n"
+       "  state rm1 : f32[16]\n  state rv1 : f32[16]\n  state rm2 : f32[16]\n  state rv2 : f32[16]\n"
+       "  h = relu(batch_norm(conv2d(x, w1, padding=1), rm1, rv1, training=true))\n"
+       "  h = batch_norm(conv2d(h, w2, padding=1), rm2, rv2, training=true)\n  output y = relu(h + x)\n");
+  conv("conv3d_batch_norm", "  input x : f32[N, 2, 4, 5, 6]\n  param w : f32[3, 2, 2, 2, 2]\n"
+                            "  state rm : f32[3]\n  state rv : f32[3]\n  h = conv3d(x, w, stride=(1, 2, 1))\n"
+                            "  output y = sigmoid(batch_norm(h, rm, rv, training=true, eps=1e-3))\n");
 }
 
 void window_cases(std::vector<MatrixCase>& out) {
