@@ -286,12 +286,35 @@ fusion transposed {
     }
     for (size_t f = 0; f < 2; ++f) {
       const std::vector<KernelLaunch>& launches = code.fusions[f].kernels;
-      ASSERT_EQ(launches.size(), 3u) << "two copies, then the GEMM";
-      EXPECT_TRUE(contains(launches[0].name, "_channels_last")) << launches[0].name;
-      EXPECT_TRUE(contains(launches[1].name, "_channels_last")) << launches[1].name;
-      EXPECT_EQ(launches[2].kind, KernelKind::Gemm);
+      ASSERT_EQ(launches.size(), 2u) << "one launch for both copies, then the GEMM";
+      EXPECT_TRUE(contains(launches[0].name, "_operand_copies")) << launches[0].name;
+      EXPECT_EQ(launches[1].kind, KernelKind::Gemm);
     }
   }
+  // Copies of the call's arguments, for every convolution, run in one launch
+  // before the first kernel; a copy of an intermediate runs right before the
+  // convolution that reads it.
+  std::vector<Plan> chained = plans_of(R"(
+fusion two {
+  input x : f32[N, 32, 12, 13]
+  param w1 : f32[32, 32, 3, 3]
+  param w2 : f32[32, 32, 3, 3]
+  output y = conv2d(conv2d(x, w1, padding=1), w2, padding=1)
+}
+)");
+  ASSERT_EQ(chained.at(0).kernels.size(), 2u);
+  GeneratedCode code = generate(chained);
+  std::vector<std::string> names;
+  for (const KernelLaunch& launch : code.fusions.at(0).kernels)
+    names.push_back(launch.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"fusegen_two_k0_operand_copies", "fusegen_two_k0",
+                                             "fusegen_two_k1_input_channels_last", "fusegen_two_k1"}));
+  const std::string copies = kernel_text(code, "two_k0_operand_copies");
+  for (BufferId layout :
+       {chained[0].kernels[0].a_layout, chained[0].kernels[0].b_layout, chained[0].kernels[1].b_layout})
+    EXPECT_TRUE(contains(copies, "args.buf[" + std::to_string(layout) + "][index] = value;")) << copies;
+  EXPECT_FALSE(contains(copies, "args.buf[" + std::to_string(chained[0].kernels[1].a_layout) + "]")) << copies;
+  expect_compiles(gemm_source(code), "chained_convolution_copies", false);
   // Fewer than 16 channels per group: the gathered operands, no copies.
   std::vector<Plan> few = plans_of("fusion f {\n  input x : f32[N, 12, 9, 9]\n  param w : f32[80, 12, 3, 3]\n"
                                    "  output y = conv2d(x, w)\n}\n");

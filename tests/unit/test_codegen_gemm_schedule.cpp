@@ -303,7 +303,7 @@ fusion conv {
   GeneratedCode code = generate(plans);
   const std::string layout = "args.buf[" + std::to_string(step.b_layout) + "]";
   const std::string small = "args.buf[" + std::to_string(step.b_split) + "]";
-  const std::string copy = kernel_text(code, "conv_k0_weight_channels_last");
+  const std::string copy = kernel_text(code, "conv_k0_operand_copies"); // x's and w's
   EXPECT_TRUE(contains(copy, layout + "[index] = value;")) << copy;
   EXPECT_TRUE(contains(copy, small + "[index] = fusegen_tf32_rest(value);")) << copy;
   const std::string text = kernel_text(code, "conv_k0");
@@ -317,8 +317,8 @@ fusion conv {
         return static_cast<int>(i);
     return -1;
   };
-  EXPECT_GE(position("conv_k0_weight_channels_last"), 0);
-  EXPECT_LT(position("conv_k0_weight_channels_last"), position("conv_k0"));
+  EXPECT_GE(position("conv_k0_operand_copies"), 0);
+  EXPECT_LT(position("conv_k0_operand_copies"), position("conv_k0"));
   EXPECT_EQ(position("conv_k0_split_b"), -1);
   expect_compiles(gemm_source(code), "conv_b_split", false);
   // Fewer output positions, tf32, or FP16x3 products: split in the loop.

@@ -109,6 +109,9 @@ struct Plan {
   BufferId buffer_of(ValueId value) const;
   // The kernel that computes `node`.
   size_t kernel_of(NodeId node) const;
+  // A caller's argument that no kernel writes (batch_norm's running stats
+  // are written): its values are there before the first kernel.
+  bool is_unwritten_argument(BufferId id) const;
 };
 
 } // namespace fusegen

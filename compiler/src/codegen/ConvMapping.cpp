@@ -176,6 +176,7 @@ RearrangeSpec input_copy(const EmitContext& ctx, ValueId x_id, const ConvShape& 
                     block = num(c.channels * c.plane) + "LL";
   RearrangeSpec spec;
   spec.to = to;
+  spec.source = ctx.plan().buffer_of(x_id);
   spec.from = ctx.value_buffer(x_id);
   spec.decode = {"const long long lead = index / " + block + ", rest = index % " + block + ";",
                  "const long long s = rest / " + c_text + ", c = rest % " + c_text + ";",
@@ -194,6 +195,7 @@ RearrangeSpec weight_spec(const EmitContext& ctx, ValueId w_id, BufferId to, int
                           int64_t channel_stride, std::vector<std::string> decode, const std::string& what) {
   RearrangeSpec spec;
   spec.to = to;
+  spec.source = ctx.plan().buffer_of(w_id);
   spec.from = ctx.value_buffer(w_id);
   spec.decode = std::move(decode);
   spec.numel = ctx.constant(numel);

@@ -2,6 +2,7 @@
 // buffers are spelled in device and host code, and what it produces.
 #pragma once
 
+#include "codegen/RearrangeSpec.h"
 #include "fusegen/Codegen.h"
 #include "fusegen/Plan.h"
 #include "fusegen/Result.h"
@@ -80,6 +81,10 @@ struct KernelSource {
   // name_suffix and described by its note (a GEMM's pass that splits B, its
   // split tail).
   std::vector<KernelSource> leaders, followers;
+  // Copies of the call's arguments (buffers no kernel writes) that this
+  // kernel reads: the driver runs every kernel's in one launch before the
+  // fusion's first kernel (rearrange_pass).
+  std::vector<RearrangeSpec> argument_copies;
   std::string name_suffix;
   std::string note;
   // The plan's scratch buffers this kernel uses: they get workspace memory

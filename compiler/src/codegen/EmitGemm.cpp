@@ -11,6 +11,7 @@
 #include "codegen/HookBody.h"
 #include "codegen/KernelParts.h"
 #include "codegen/PointwiseEmitter.h"
+#include "codegen/RearrangePass.h"
 #include "fusegen/OpRegistry.h"
 #include "ops/OpHelpers.h"
 #include "plan/PlanQueries.h"
@@ -482,14 +483,20 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
       hook("float*", "stats_slot", element("batch", "row_tile", "n"), stats_slot_body(ctx, g, s));
   shared_hooks["cols"] = hook("long long", "gemm_cols", args, returns(g.cols));
   shared_hooks["depth"] = hook("long long", "gemm_depth", args, returns(g.depth));
-  // The channels-last copies run first, whichever template takes the GEMM.
-  // The copy that writes B (a convolution's dense weight) also writes its
-  // tf32 small parts when `b_small` is given.
+  // The channels-last copies run first, whichever template takes the GEMM:
+  // copies of the call's arguments in the fusion's one copy launch, the
+  // others in one pass right before this kernel. The copy that writes B (a
+  // convolution's dense weight) also writes its tf32 small parts when
+  // `b_small` is given.
   auto with_layout = [&](KernelSource source, BufferId b_small = kNoId) {
+    std::vector<RearrangeSpec> before;
     for (RearrangeSpec copy : g.operand_copies) {
       if (copy.to == ctx.step().b_layout)
         copy.tf32_small = b_small;
-      KernelSource pass = rearrange_pass(ctx, copy);
+      (ctx.plan().is_unwritten_argument(copy.source) ? source.argument_copies : before).push_back(std::move(copy));
+    }
+    if (!before.empty()) {
+      KernelSource pass = rearrange_pass(ctx, before);
       source.scratch_used.insert(source.scratch_used.end(), pass.scratch_used.begin(), pass.scratch_used.end());
       source.leaders.insert(source.leaders.begin(), std::move(pass));
     }

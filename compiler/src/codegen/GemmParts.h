@@ -22,24 +22,6 @@ namespace fusegen::codegen {
 constexpr int kTile = gemm_layout::kTile; // rows and columns of an epilogue tile
 constexpr int64_t kMaxDepthTable = 4096;  // ints of static shared memory for A's depth offsets (16 KB)
 
-// A pass writing scratch `to` element by element before the GEMM:
-// `decode` defines `from` (an offset into `from`'s buffer) and `inside`
-// (false: a zero) for element `index`; four consecutive destination elements
-// are four channels, `channel_stride` apart in the source (RearrangePass.cpp).
-struct RearrangeSpec {
-  BufferId to = kNoId;
-  std::string from;                // the source's buffer expression
-  std::vector<std::string> decode; // statements defining `from` and `inside`
-  SizeExpr numel;
-  std::string numel_text; // device code
-  int64_t channels = 1, channel_stride = 1;
-  // Where the copy also writes each value's tf32 small part (a strict GEMM's
-  // B split once per call, KernelStep::b_split), or kNoId: one pass instead
-  // of a copy and a split after it.
-  BufferId tf32_small = kNoId;
-  std::string suffix, note;
-};
-
 // How a contraction maps onto the template's problem: C[b][m][n] =
 // sum_k A(b, m, k) * B(b, k, n), and where element (b, m, n) lives in the
 // contraction's output.
@@ -75,7 +57,6 @@ struct GemmMapping {
 // The contraction's mapping (linear, matmul, a convolution), from its op
 // traits; an error for what the GEMM kernel cannot address.
 Result<GemmMapping> map_contraction(const EmitContext& ctx, const Node& node);
-KernelSource rearrange_pass(const EmitContext& ctx, const RearrangeSpec& spec);
 // A convolution's (any rank, forward or transposed): ConvMapping.cpp.
 Result<GemmMapping> map_convolution(const EmitContext& ctx, const Node& node);
 

@@ -8,6 +8,7 @@
 #include "codegen/CodeWriter.h"
 #include "codegen/Emitters.h"
 #include "codegen/HostLauncher.h"
+#include "codegen/RearrangePass.h"
 #include "fusegen/Planner.h"
 #include "fusegen/TemplateText.h"
 #include "plan/GpuSupport.h"
@@ -21,6 +22,7 @@ namespace {
 using codegen::CodeWriter;
 using codegen::EmitContext;
 using codegen::KernelSource;
+using codegen::RearrangeSpec;
 
 constexpr int64_t kWorkspaceAlignment = 256;
 
@@ -185,34 +187,50 @@ Result<GeneratedCode> generate_cuda(const std::vector<Plan>& plans, const Codege
       fusion.buffer_names.push_back(buffer.name);
     source.line();
     source.line("// ===== fusion " + fusion.name + " (precision=" + precision_name(fusion.precision) + ") =====");
-    std::set<BufferId> scratch_used;
+    // Every kernel's launches in order (kernel index, source), then the
+    // copies of call arguments that kernels read, hoisted into one launch
+    // before all of them: they need nothing a kernel computes.
+    std::vector<std::pair<size_t, KernelSource>> launches;
+    std::vector<RearrangeSpec> argument_copies;
+    size_t copies_owner = 0;
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
       EmitContext ctx(plan, k, options, gpu, fusion.dim_symbols);
       Result<KernelSource> kernel = emitter_for(plan.kernels[k].kind)(ctx);
       if (!kernel)
         return Error{"fusion '" + fusion.name + "', kernel " + ctx.kernel_name() + ": " + kernel.error(),
                      kernel_loc(plan, k)};
-      std::vector<KernelSource> launches = std::move(kernel.value().leaders);
+      if (argument_copies.empty())
+        copies_owner = k;
+      std::move(kernel.value().argument_copies.begin(), kernel.value().argument_copies.end(),
+                std::back_inserter(argument_copies));
+      for (KernelSource& leader : kernel.value().leaders)
+        launches.emplace_back(k, std::move(leader));
       std::vector<KernelSource> followers = std::move(kernel.value().followers);
-      launches.push_back(std::move(kernel.value()));
-      std::move(followers.begin(), followers.end(), std::back_inserter(launches));
-      for (KernelSource& launch : launches) {
-        const std::string name = ctx.kernel_name() + launch.name_suffix;
-        launch.launch.name = name;
-        if (launch.name_suffix.empty()) // leaders and followers say their own kind
-          launch.launch.kind = plan.kernels[k].kind;
-        scratch_used.insert(launch.scratch_used.begin(), launch.scratch_used.end());
-        launch.launch.template_file = launch.template_file;
-        Result<std::string> text = instantiate(launch, name);
-        if (!text)
-          return Error{text.error()};
-        source.line();
-        source.raw(comment_block(launch.name_suffix.empty() ? print_kernel_plan(plan, k) : name + ": " + launch.note));
-        source.line("namespace " + name + "_impl {");
-        source.raw(text.value());
-        source.line("} // namespace " + name + "_impl");
-        fusion.kernels.push_back(std::move(launch.launch));
-      }
+      launches.emplace_back(k, std::move(kernel.value()));
+      for (KernelSource& follower : followers)
+        launches.emplace_back(k, std::move(follower));
+    }
+    if (!argument_copies.empty())
+      launches.emplace(
+          launches.begin(), copies_owner,
+          codegen::rearrange_pass(EmitContext(plan, copies_owner, options, gpu, fusion.dim_symbols), argument_copies));
+    std::set<BufferId> scratch_used;
+    for (auto& [k, launch] : launches) {
+      const std::string name = "fusegen_" + plan.kernels[k].name + launch.name_suffix;
+      launch.launch.name = name;
+      if (launch.name_suffix.empty()) // leaders and followers say their own kind
+        launch.launch.kind = plan.kernels[k].kind;
+      scratch_used.insert(launch.scratch_used.begin(), launch.scratch_used.end());
+      launch.launch.template_file = launch.template_file;
+      Result<std::string> text = instantiate(launch, name);
+      if (!text)
+        return Error{text.error()};
+      source.line();
+      source.raw(comment_block(launch.name_suffix.empty() ? print_kernel_plan(plan, k) : name + ": " + launch.note));
+      source.line("namespace " + name + "_impl {");
+      source.raw(text.value());
+      source.line("} // namespace " + name + "_impl");
+      fusion.kernels.push_back(std::move(launch.launch));
     }
     if (!plan.kernels.empty())
       layout_workspace(plan, EmitContext(plan, 0, options, gpu, fusion.dim_symbols), scratch_used, fusion);

@@ -1,5 +1,6 @@
 #include "fusegen/Plan.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace fusegen {
@@ -61,6 +62,15 @@ BufferId Plan::buffer_of(ValueId value) const {
         buffers[i].role != PlanBuffer::Role::Scratch)
       return static_cast<BufferId>(i);
   return kNoId;
+}
+
+bool Plan::is_unwritten_argument(BufferId id) const {
+  if (id == kNoId || buffer(id).role != PlanBuffer::Role::Argument)
+    return false;
+  for (const KernelStep& kernel : kernels)
+    if (std::find(kernel.writes.begin(), kernel.writes.end(), id) != kernel.writes.end())
+      return false;
+  return true;
 }
 
 size_t Plan::kernel_of(NodeId node) const {
