@@ -157,6 +157,13 @@ __device__ __forceinline__ void gemm_blocks(const FusegenArgs& args, float* smem
       const long long m0 = (block / column_blocks) * kBlockM, n0 = (block % column_blocks) * kBlockN;
       __syncthreads(); // the previous block's epilogue may still read shared memory
       tensor_core_block(args, smem, e, batch, m0, n0, pushes);
+      if constexpr (kStatsFinalize)
+        fusegen_finalize_sample_stats<kThreads>(
+            stats_counters(args), batch, batches, e.cols, (e.rows + kTileM - 1) / kTileM,
+            static_cast<unsigned int>(row_blocks * column_blocks), reinterpret_cast<FusegenWelford*>(smem),
+            [&](long long sample, long long tile, long long n) { return stats_slot(args, sample, tile, n); },
+            [&](long long sample, long long n) { return sample_stats_slot(args, sample, n); },
+            [&](long long n, FusegenWelford total) { finalize_column(args, n, total); });
     }
 }
 

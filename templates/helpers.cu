@@ -7,7 +7,8 @@
 //    propagates where torch propagates it. No fast-math intrinsics: strict
 //    precision must stay within 1e-4 of float64;
 //  * statistics and reduction pieces more than one template uses (Welford
-//    merge, a team sum over warp lanes, order-independent float atomics).
+//    merge, a team sum over warp lanes, order-independent float atomics, the
+//    last-arrival merge of partial statistics).
 //
 // Templates include this file under `#ifndef FUSEGEN_HELPERS_DEFINED`; the
 // generator emits it once at the top of a generated file, so that include is
@@ -346,6 +347,103 @@ __device__ __forceinline__ void fusegen_atomic_max(float* address, float value) 
     atomicMax(reinterpret_cast<int*>(address), __float_as_int(value));
   else
     atomicMin(reinterpret_cast<unsigned int*>(address), __float_as_uint(value));
+}
+
+// Last-arrival statistics merge: a kernel that produces partial statistics
+// and finalizes them itself (a GEMM ahead of a training batch_norm) has each
+// block arrive on a counter once its partials are written; the block that
+// arrives last merges them, so no finalize kernel is launched.
+//
+// Whether this block is the last of `expected` arrivals on `counter`: every
+// thread of the block calls it, once its writes are done, and all get the
+// same answer. The last arrival sets the counter back to 0, so it is zero
+// for the next launch too (the runtime zeroes workspaces when it allocates
+// them). __threadfence before the atomic publishes this block's writes; the
+// one after it, in the last block, orders its reads after everyone's.
+__device__ __forceinline__ bool fusegen_arrive_last(unsigned int* counter, unsigned int expected) {
+  __shared__ int fusegen_last_arrival;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned int earlier = atomicAdd(counter, 1u);
+    fusegen_last_arrival = earlier + 1u == expected;
+    if (fusegen_last_arrival)
+      atomicExch(counter, 0u);
+  }
+  __syncthreads();
+  const bool last = fusegen_last_arrival != 0;
+  __syncthreads(); // the flag is rewritten by the block's next arrival
+  if (last)
+    __threadfence();
+  return last;
+}
+
+// The partial triple at `p`, written by another block of this kernel: read
+// through L2 (ld.global.cg), never from a stale L1 line.
+__device__ __forceinline__ FusegenWelford fusegen_welford_at_coherent(const float* p) {
+  return FusegenWelford{__ldcg(p), __ldcg(p + 1), __ldcg(p + 2)};
+}
+
+// Merges `parts` triples for each of `rows` rows in a fixed order, whatever
+// the scheduling: thread (part lane l, row lane r) merges parts l, l + L, ...
+// of row first + r, then the L lanes of a row combine in a tree through
+// `lanes` (kBlockThreads FusegenWelford in shared memory). part(row, p)
+// points to a triple; done(row, total) takes each row's result.
+template <int kBlockThreads, class Part, class Done>
+__device__ __forceinline__ void fusegen_merge_rows(long long rows, long long parts, FusegenWelford* lanes, Part part,
+                                                   Done done) {
+  constexpr int kRowLanes = 32, kPartLanes = kBlockThreads / kRowLanes;
+  static_assert(kBlockThreads % 32 == 0 && (kPartLanes & (kPartLanes - 1)) == 0,
+                "a whole number of warps, a power of 2 of them");
+  const int row_lane = static_cast<int>(threadIdx.x) % kRowLanes, part_lane = static_cast<int>(threadIdx.x) / kRowLanes;
+  for (long long first = 0; first < rows; first += kRowLanes) {
+    const long long row = first + row_lane;
+    FusegenWelford acc = {0.0f, 0.0f, 0.0f};
+    if (row < rows)
+      for (long long p = part_lane; p < parts; p += kPartLanes)
+        acc = fusegen_welford_merge(acc, fusegen_welford_at_coherent(part(row, p)));
+    lanes[part_lane * kRowLanes + row_lane] = acc;
+    __syncthreads();
+    for (int half = kPartLanes / 2; half > 0; half /= 2) {
+      if (part_lane < half)
+        lanes[part_lane * kRowLanes + row_lane] = fusegen_welford_merge(
+            lanes[part_lane * kRowLanes + row_lane], lanes[(part_lane + half) * kRowLanes + row_lane]);
+      __syncthreads();
+    }
+    if (part_lane == 0 && row < rows)
+      done(row, lanes[row_lane]);
+    __syncthreads(); // `lanes` is reused by the next rows
+  }
+}
+
+// A training batch_norm's statistics finalized by the kernel that writes
+// their partials, per (sample, part, channel) (a convolution's epilogue;
+// part(sample, p, channel) points to a triple): the last block of each
+// sample to arrive merges the sample's `parts` into sample_slot(sample,
+// channel), and the last of those merges the samples and hands each
+// channel's total to finalize(channel, total). `counters` holds samples + 1
+// counters, zero between launches; `lanes` is kBlockThreads triples of
+// shared memory that the block no longer uses. Two levels, so that no block
+// merges every partial alone after the others are done.
+template <int kBlockThreads, class Part, class SampleSlot, class Finalize>
+__device__ __forceinline__ void fusegen_finalize_sample_stats(unsigned int* counters, long long sample,
+                                                              long long samples, long long channels, long long parts,
+                                                              unsigned int arrivals_per_sample, FusegenWelford* lanes,
+                                                              Part part, SampleSlot sample_slot, Finalize finalize) {
+  if (!fusegen_arrive_last(counters + sample, arrivals_per_sample))
+    return;
+  fusegen_merge_rows<kBlockThreads>(
+      channels, parts, lanes, [&](long long channel, long long p) { return part(sample, p, channel); },
+      [&](long long channel, FusegenWelford total) {
+        float* slot = sample_slot(sample, channel);
+        slot[0] = total.count;
+        slot[1] = total.mean;
+        slot[2] = total.m2;
+      });
+  if (!fusegen_arrive_last(counters + samples, static_cast<unsigned int>(samples)))
+    return;
+  fusegen_merge_rows<kBlockThreads>(
+      channels, samples, lanes, [&](long long channel, long long n) { return sample_slot(n, channel); }, finalize);
 }
 
 #endif // FUSEGEN_HELPERS_DEFINED

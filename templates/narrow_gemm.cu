@@ -56,6 +56,15 @@
 //   "stats_slot"    float* stats_slot(args, batch, row_tile, n)  the (count, mean,
 //                                  M2) triple of the statistics group whose
 //                                  first column is n, for statistics tile row_tile
+//   "stats_finalize" constexpr bool kStatsFinalize  the kernel also finalizes
+//                                  the statistics (kStatsGroup 1; as gemm.cu's,
+//                                  gemm/hooks.cuh)
+//   "stats_counters" unsigned int* stats_counters(args)  batches + 1 arrival
+//                                  counters, zero between launches
+//   "sample_stats_slot" float* sample_stats_slot(args, batch, n)  the merged
+//                                  triple of column n over sample batch
+//   "finalize_column" void finalize_column(args, n, total)  writes column n's
+//                                  finalized statistics (and running stats)
 //   "entry"         the __global__ kernel; the generator renames it
 //
 // Defaults below: C[M, 16] = A[M, 27] * B[27, 16] with A = buf[0], B = buf[1],
@@ -75,6 +84,8 @@ FUSEGEN_HOOK("depth") constexpr int kDepth = 27;
 FUSEGEN_HOOK("stats_group") constexpr int kStatsGroup = 0;
 
 FUSEGEN_HOOK("stats_rows") constexpr int kStatsRows = 64;
+
+FUSEGEN_HOOK("stats_finalize") constexpr bool kStatsFinalize = false;
 
 FUSEGEN_HOOK("a_split") constexpr bool kASplit = false;
 
@@ -138,6 +149,22 @@ __device__ __forceinline__ float* stats_slot(const FusegenArgs& args, long long 
   return args.buf[3] + (row_tile * kCols + n) * 3;
 }
 
+FUSEGEN_HOOK("stats_counters")
+__device__ __forceinline__ unsigned int* stats_counters(const FusegenArgs& args) {
+  return reinterpret_cast<unsigned int*>(args.buf[4]);
+}
+
+FUSEGEN_HOOK("sample_stats_slot")
+__device__ __forceinline__ float* sample_stats_slot(const FusegenArgs& args, long long batch, long long n) {
+  return args.buf[5] + (batch * kCols + n) * 3;
+}
+
+FUSEGEN_HOOK("finalize_column")
+__device__ __forceinline__ void finalize_column(const FusegenArgs& args, long long n, FusegenWelford total) {
+  args.buf[6][2 * n] = total.mean;
+  args.buf[6][2 * n + 1] = 1.0f / sqrtf(total.m2 / total.count + 1e-5f);
+}
+
 // ---- geometry ----
 
 static_assert(kCols >= 1 && kCols <= 64, "a thread keeps at most 64 column accumulators");
@@ -146,6 +173,7 @@ static_assert(kStatsRows % 32 == 0 && kThreads % kStatsRows == 0 && kThreads <= 
               "a block is whole statistics tiles of whole warps");
 static_assert(kStatsGroup >= 0 && (kStatsGroup == 0 || kCols % kStatsGroup == 0),
               "statistics groups divide the columns");
+static_assert(!kStatsFinalize || kStatsGroup == 1, "statistics finalized in the kernel are per column");
 
 constexpr int kColsPadded = (kCols + 3) / 4 * 4; // B rows as float4s
 constexpr int kWarps = kThreads / 32;
@@ -276,6 +304,7 @@ __device__ __forceinline__ void narrow_gemm_main(const FusegenArgs& args) {
   __shared__ __align__(16) float b_shared[kDepth * kColsPadded];
   __shared__ float scratch[kWarps][kStatsGroups];
   __shared__ int offsets[kOffsetTable ? kDepth : 1];
+  __shared__ FusegenWelford lanes[kStatsFinalize ? kThreads : 1];
   narrow_fill_offsets(args, offsets); // read after the first barrier below
   const long long rows = gemm_rows(args), batches = gemm_batches(args);
   const long long row_blocks = (rows + kThreads - 1) / kThreads;
@@ -302,6 +331,13 @@ __device__ __forceinline__ void narrow_gemm_main(const FusegenArgs& args) {
       }
       if constexpr (kStatsGroup > 0)
         narrow_statistics(args, scratch, batch, m0, rows, valid, acc);
+      if constexpr (kStatsFinalize)
+        fusegen_finalize_sample_stats<kThreads>(
+            stats_counters(args), batch, batches, kCols, (rows + kStatsRows - 1) / kStatsRows,
+            static_cast<unsigned int>(row_blocks), lanes,
+            [&](long long sample, long long tile, long long n) { return stats_slot(args, sample, tile, n); },
+            [&](long long sample, long long n) { return sample_stats_slot(args, sample, n); },
+            [&](long long n, FusegenWelford total) { finalize_column(args, n, total); });
     }
   }
 }

@@ -102,6 +102,7 @@ __device__ bool isfinite(float);
 
 // Synchronization, warp shuffles and votes.
 __device__ void __syncthreads();
+__device__ void __threadfence();
 __device__ int __syncthreads_or(int);
 __device__ void __syncwarp(unsigned int mask = 0xffffffffu);
 __device__ unsigned int __activemask();
@@ -134,6 +135,7 @@ __device__ unsigned int atomicMin(unsigned int*, unsigned int);
 __device__ long long atomicMin(long long*, long long);
 __device__ unsigned long long atomicMin(unsigned long long*, unsigned long long);
 __device__ int atomicExch(int*, int);
+__device__ unsigned int atomicExch(unsigned int*, unsigned int);
 __device__ float atomicExch(float*, float);
 __device__ int atomicCAS(int*, int, int);
 __device__ unsigned int atomicCAS(unsigned int*, unsigned int, unsigned int);
@@ -142,6 +144,7 @@ __device__ unsigned int atomicCAS(unsigned int*, unsigned int, unsigned int);
 __device__ float __ldg(const float*);
 __device__ float2 __ldg(const float2*);
 __device__ float4 __ldg(const float4*);
+__device__ float __ldcg(const float*);
 __device__ int __ldg(const int*);
 __device__ int4 __ldg(const int4*);
 __device__ long long __ldg(const long long*);

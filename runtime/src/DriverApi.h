@@ -42,6 +42,7 @@
   X(cuMemcpyDtoH_v2)                                                                                                   \
   X(cuMemcpyDtoDAsync_v2)                                                                                              \
   X(cuMemsetD32_v2)                                                                                                    \
+  X(cuMemsetD8Async)                                                                                                   \
   X(cuPointerGetAttributes)                                                                                            \
   X(cuModuleLoadData)                                                                                                  \
   X(cuModuleUnload)                                                                                                    \

@@ -165,6 +165,17 @@ CUdeviceptr LoadedFusion::workspace_for(CUstream stream) {
                                                 std::to_string(plan_.workspace_bytes) + " bytes for fusion '" +
                                                 plan_.fusion + "')");
     }
+    // Zeroed once, in stream order: the arrival counters of kernels that
+    // finalize their own statistics start at zero and are left at zero
+    // (templates/helpers.cu fusegen_arrive_last).
+    result = api_.cuMemsetD8Async(it->second, 0, static_cast<size_t>(plan_.workspace_bytes), stream);
+    if (result != CUDA_SUCCESS) {
+      api_.cuMemFree_v2(it->second); // best effort
+      workspaces_.erase(it);
+      throw RuntimeError(ErrorKind::Driver, api_.describe(result, "cuMemsetD8Async") + " (zeroing the workspace of " +
+                                                std::to_string(plan_.workspace_bytes) + " bytes for fusion '" +
+                                                plan_.fusion + "')");
+    }
   }
   return it->second;
 }

@@ -19,6 +19,8 @@ static_assert(kStatsGroup >= 0 && kStatsGroup <= kTileN && (kStatsGroup == 0 || 
 static_assert(kRowReduce >= 0 && kRowReduce <= 2, "kRowReduce is 0 (none), 1 (min) or 2 (max)");
 static_assert(kRowReduce == 0 || kNormGroup > 0, "the row reduction runs after a fused row norm");
 static_assert(kNormGroup == 0 || kStatsGroup == 0, "a tile computes statistics or a row norm, not both");
+static_assert(!kStatsFinalize || (kStatsGroup == 1 && kSplitK == 1 && kBlockBegin == 0 && kBlockEnd == 0),
+              "statistics finalized in the kernel: per column, every output block finished by one block of one launch");
 
 // One block per SM leaves room for a 128-row block's accumulators and split
 // fragments. Element-wise (gathering) operand loads run 64x64 blocks with 8-deep slices,

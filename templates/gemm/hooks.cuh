@@ -144,6 +144,19 @@
 //   "reduce_slot"   float* reduce_slot(args, batch, m, n)  the row reduction's
 //                                  output element of row m for the tile whose
 //                                  first column is n
+//   "stats_finalize" constexpr bool kStatsFinalize  the kernel also finalizes
+//                                  the statistics (a batch_norm after a
+//                                  convolution, kStatsGroup 1): the last block
+//                                  of each sample merges its tiles' triples
+//                                  into sample_stats_slot(), the last sample's
+//                                  merges those (helpers.cu
+//                                  fusegen_finalize_sample_stats)
+//   "stats_counters" unsigned int* stats_counters(args)  batches + 1 arrival
+//                                  counters, zero between launches
+//   "sample_stats_slot" float* sample_stats_slot(args, batch, n)  the merged
+//                                  triple of column n over sample batch
+//   "finalize_column" void finalize_column(args, n, total)  writes column n's
+//                                  finalized statistics (and running stats)
 //   "column_stats"  void column_stats(args, batch, n, count, mean, m2)  the
 //                                  column norm's statistics of column n over
 //                                  count rows (running stats updates)
@@ -302,6 +315,24 @@ __device__ __forceinline__ float* stats_slot(const FusegenArgs& args, long long 
                                              long long n) {
   (void)batch;
   return args.buf[3] + (row_tile * args.dim[1] + n) * 3;
+}
+
+FUSEGEN_HOOK("stats_finalize") constexpr bool kStatsFinalize = false;
+
+FUSEGEN_HOOK("stats_counters")
+__device__ __forceinline__ unsigned int* stats_counters(const FusegenArgs& args) {
+  return reinterpret_cast<unsigned int*>(args.buf[5]);
+}
+
+FUSEGEN_HOOK("sample_stats_slot")
+__device__ __forceinline__ float* sample_stats_slot(const FusegenArgs& args, long long batch, long long n) {
+  return args.buf[6] + (batch * args.dim[1] + n) * 3;
+}
+
+FUSEGEN_HOOK("finalize_column")
+__device__ __forceinline__ void finalize_column(const FusegenArgs& args, long long n, FusegenWelford total) {
+  args.buf[7][2 * n] = total.mean;
+  args.buf[7][2 * n + 1] = 1.0f / sqrtf(total.m2 / total.count + 1e-5f);
 }
 
 FUSEGEN_HOOK("reduce_slot")

@@ -169,6 +169,26 @@ __device__ __forceinline__ float* stats_slot(const FusegenArgs& args, long long 
   (void)n;
   return nullptr;
 }
+// hook stats_finalize:
+constexpr bool kStatsFinalize = false;
+// hook stats_counters:
+__device__ __forceinline__ unsigned int* stats_counters(const FusegenArgs& args) {
+  (void)args;
+  return nullptr;
+}
+// hook sample_stats_slot:
+__device__ __forceinline__ float* sample_stats_slot(const FusegenArgs& args, long long batch, long long n) {
+  (void)args;
+  (void)batch;
+  (void)n;
+  return nullptr;
+}
+// hook finalize_column:
+__device__ __forceinline__ void finalize_column(const FusegenArgs& args, long long n, FusegenWelford total) {
+  (void)args;
+  (void)n;
+  (void)total;
+}
 // hook reduce_slot:
 __device__ __forceinline__ float* reduce_slot(const FusegenArgs& args, long long batch, long long m, long long n) {
   (void)args;
@@ -197,7 +217,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM) fusegen_linear_relu
 #ifndef FUSEGEN_DEVICE_ONLY
 #include <cuda_runtime.h>
 
-// Bytes of device memory fusegen_linear_relu_launch needs as `workspace`.
+// Bytes of device memory fusegen_linear_relu_launch needs as `workspace`: zero it once before its
+// first launch (kernels that finalize their own statistics keep arrival counters there
+// and leave them zero), and give each stream its own.
 extern "C" size_t fusegen_linear_relu_workspace_size(void) {
   return (size_t)0LL;
 }

@@ -119,7 +119,9 @@ __global__ void __launch_bounds__(kBlockSize) fusegen_pointwise_chain_k0(const F
 #ifndef FUSEGEN_DEVICE_ONLY
 #include <cuda_runtime.h>
 
-// Bytes of device memory fusegen_pointwise_chain_launch needs as `workspace`.
+// Bytes of device memory fusegen_pointwise_chain_launch needs as `workspace`: zero it once before its
+// first launch (kernels that finalize their own statistics keep arrival counters there
+// and leave them zero), and give each stream its own.
 extern "C" size_t fusegen_pointwise_chain_workspace_size(long long N) {
   (void)N;
   return (size_t)0LL;

@@ -153,7 +153,9 @@ __global__ void __launch_bounds__(kBlockSize) fusegen_softmax_rows_k0(const Fuse
 #ifndef FUSEGEN_DEVICE_ONLY
 #include <cuda_runtime.h>
 
-// Bytes of device memory fusegen_softmax_rows_launch needs as `workspace`.
+// Bytes of device memory fusegen_softmax_rows_launch needs as `workspace`: zero it once before its
+// first launch (kernels that finalize their own statistics keep arrival counters there
+// and leave them zero), and give each stream its own.
 extern "C" size_t fusegen_softmax_rows_workspace_size(long long N) {
   (void)N;
   return (size_t)0LL;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace fusegen {
@@ -259,8 +260,11 @@ TEST(Planner, EvalBatchNormIsPointwise) {
 
 // A training batch_norm after a forward convolution takes its partial
 // statistics from the conv's epilogue, per (sample, tile of 64 output
-// positions, channel); after a transposed one (phases whose rows store
-// nothing) from a column-statistics kernel.
+// positions, channel), and the conv kernel finalizes them (its last blocks
+// merge them: per-sample triples and arrival counters, no finalize kernel);
+// after a grouped one the finalize kernel stays (the GEMM batch is not a
+// sample); after a transposed one (phases whose rows store nothing) they come
+// from a column-statistics kernel.
 TEST(Planner, ConvBatchNormStatisticsComeFromTheConvEpilogue) {
   Plan plan = plan_fusion(compile_one(R"(fusion f {
     input x : f32[N, 3, 16, 12]
@@ -269,15 +273,31 @@ TEST(Planner, ConvBatchNormStatisticsComeFromTheConvEpilogue) {
     state rv : f32[8]
     output y = relu(batch_norm(conv2d(x, w, padding=1), rm, rv))
   })"));
-  EXPECT_EQ(summary(plan), (Kernels{"gemm[conv2d]", "stats-finalize[]", "elementwise[,batch_norm,relu]"}));
+  EXPECT_EQ(summary(plan), (Kernels{"gemm[conv2d]", "elementwise[,batch_norm,relu]"}));
   EXPECT_NE(plan.kernels[0].stats_out, kNoId);
-  const PlanBuffer* partials = nullptr;
+  EXPECT_TRUE(plan.kernels[0].finalizes_stats);
+  std::map<std::string, const PlanBuffer*> written;
   for (BufferId id : plan.kernels[0].writes)
-    if (plan.buffer(id).role == PlanBuffer::Role::Statistics)
-      partials = &plan.buffer(id);
-  ASSERT_NE(partials, nullptr);
-  EXPECT_EQ(shape_str(partials->shape), "[N, 192, 8, 3]");
-  EXPECT_EQ(partials->ceil_div, (std::vector<int64_t>{1, 64, 1, 1}));
+    written[plan.buffer(id).name.substr(0, plan.buffer(id).name.rfind('_'))] = &plan.buffer(id);
+  ASSERT_TRUE(written.count("partials") && written.count("stats") && written.count("sample_stats") &&
+              written.count("counters") && written.count("rm") && written.count("rv"));
+  EXPECT_EQ(shape_str(written["partials"]->shape), "[N, 192, 8, 3]");
+  EXPECT_EQ(written["partials"]->ceil_div, (std::vector<int64_t>{1, 64, 1, 1}));
+  EXPECT_EQ(shape_str(written["sample_stats"]->shape), "[N, 8, 3]");
+  EXPECT_EQ(shape_str(written["counters"]->shape), "[2, N]");
+  // The apply reads the finalized statistics, not the running stats.
+  for (BufferId id : plan.kernels[1].reads)
+    EXPECT_NE(plan.buffer(id).role, PlanBuffer::Role::Argument) << plan.buffer(id).name;
+
+  Plan grouped = plan_fusion(compile_one(R"(fusion f {
+    input x : f32[N, 4, 16, 12]
+    param w : f32[8, 2, 3, 3]
+    state rm : f32[8]
+    state rv : f32[8]
+    output y = batch_norm(conv2d(x, w, padding=1, groups=2), rm, rv)
+  })"));
+  EXPECT_EQ(summary(grouped), (Kernels{"gemm[conv2d]", "stats-finalize[]", "elementwise[,batch_norm]"}));
+  EXPECT_FALSE(grouped.kernels[0].finalizes_stats);
 
   Plan transposed = plan_fusion(compile_one(R"(fusion f {
     input x : f32[N, 3, 6, 6]

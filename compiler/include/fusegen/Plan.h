@@ -70,6 +70,10 @@ struct KernelStep {
   // (finished by a later kernel), and the one whose statistics it applies.
   NodeId stats_out = kNoId;
   NodeId stats_in = kNoId;
+  // The GEMM of stats_out (a batch_norm after a convolution) finalizes the
+  // statistics itself: its last blocks merge the partials, write the
+  // finalized statistics and update the running stats (no finalize kernel).
+  bool finalizes_stats = false;
   // A strict linear over many rows: scratch for its weight's tf32 small
   // parts, which the GEMM may split once per call instead of in every block.
   BufferId b_split = kNoId;

@@ -86,7 +86,11 @@ std::string EmitContext::read(ValueId value, const std::string& at) const {
 }
 
 BufferId EmitContext::stats_buffer(NodeId norm, bool finalized) const {
-  std::string name = (finalized ? "stats_" : "partials_") + std::to_string(norm);
+  return stats_buffer(finalized ? "stats_" : "partials_", norm);
+}
+
+BufferId EmitContext::stats_buffer(const std::string& prefix, NodeId norm) const {
+  const std::string name = prefix + std::to_string(norm);
   for (size_t i = 0; i < plan_.buffers.size(); ++i)
     if (plan_.buffers[i].role == PlanBuffer::Role::Statistics && plan_.buffers[i].name == name)
       return static_cast<BufferId>(i);

@@ -62,6 +62,9 @@ public:
 
   // The statistics buffer of a split normalization (partials or finalized).
   BufferId stats_buffer(NodeId norm, bool finalized) const;
+  // Its statistics buffer named `prefix` + the norm's id (AssignBuffers:
+  // "sample_stats_", "counters_", ...), or kNoId.
+  BufferId stats_buffer(const std::string& prefix, NodeId norm) const;
 
 private:
   const Plan& plan_;

@@ -145,6 +145,8 @@ Result<GemmVariant> choose_variant(const EmitContext& ctx, const GemmMapping& g,
   auto unsupported_split = [&](int bm, int bn, int split) -> std::string {
     if (split == 1)
       return "";
+    if (ctx.step().finalizes_stats)
+      return "its last blocks finalize the statistics, so no output block is split";
     if (!ctx.target().clusters)
       return "split-K needs sm_90 or later (thread-block clusters)";
     const std::optional<int64_t> blocks = blocks_of(bm, bn);
@@ -358,7 +360,8 @@ struct TailSplit {
 };
 
 std::optional<TailSplit> tail_split(const EmitContext& ctx, const GemmMapping& g, const GemmVariant& v) {
-  if (!ctx.target().clusters || ctx.options().gemm_block || v.split_k > 1 || v.block_m != 128 || v.block_n != 128)
+  if (!ctx.target().clusters || ctx.options().gemm_block || v.split_k > 1 || v.block_m != 128 || v.block_n != 128 ||
+      ctx.step().finalizes_stats) // one launch finishes every output block
     return std::nullopt;
   const int64_t enough_blocks = ctx.target().sm_count;
   if (!g.launch_rows.value || !g.launch_cols.value || !g.launch_depth.value || !g.launch_batches.value ||
@@ -414,7 +417,8 @@ KernelSource emit_narrow_gemm(const EmitContext& ctx, const GemmMapping& g, cons
   hooks["stats_rows"] = constant_hook("kStatsRows", kTile);
   hooks["a_split"] = bool_hook("kASplit", g.a_depth_table > 0);
   for (const char* name : {"rows", "batches", "a_offset", "b_offset", "a_address", "b_address", "a_row",
-                           "a_depth_offset", "epilogue_stores", "epilogue", "stats_slot"})
+                           "a_depth_offset", "epilogue_stores", "epilogue", "stats_slot", "stats_finalize",
+                           "stats_counters", "sample_stats_slot", "finalize_column"})
     hooks[name] = shared_hooks.at(name);
   hooks["entry"] = entry_hook(ctx, "kThreads", "narrow_gemm_main(args);");
   source.launch.grid = {ctx.constant(1), grid_stride_blocks(ctx, g.launch_rows, kNarrowThreads, kMaxGridYZ),
@@ -481,6 +485,19 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
   shared_hooks["epilogue"] = hook("float", "epilogue", epilogue_params, epilogue_body(ctx, g, s));
   shared_hooks["stats_slot"] =
       hook("float*", "stats_slot", element("batch", "row_tile", "n"), stats_slot_body(ctx, g, s));
+  Result<StatsFinalizeBodies> finalize = stats_finalize_bodies(ctx, s);
+  if (!finalize)
+    return Error{finalize.error()};
+  shared_hooks["stats_finalize"] = bool_hook("kStatsFinalize", ctx.step().finalizes_stats);
+  shared_hooks["stats_counters"] = hook("unsigned int*", "stats_counters", args, finalize.value().counters);
+  shared_hooks["sample_stats_slot"] =
+      hook("float*", "sample_stats_slot",
+           Params{{{"const FusegenArgs&", "args"}, {"long long", "batch"}, {"long long", "n"}}},
+           finalize.value().sample_slot);
+  shared_hooks["finalize_column"] =
+      hook("void", "finalize_column",
+           Params{{{"const FusegenArgs&", "args"}, {"long long", "n"}, {"FusegenWelford", "total"}}},
+           finalize.value().finalize_column);
   shared_hooks["cols"] = hook("long long", "gemm_cols", args, returns(g.cols));
   shared_hooks["depth"] = hook("long long", "gemm_depth", args, returns(g.depth));
   // The channels-last copies run first, whichever template takes the GEMM:

@@ -223,6 +223,34 @@ Result<std::vector<std::string>> column_stats_body(const EmitContext& ctx, const
   return body;
 }
 
+// The arrival counters, each sample's merged triple ([N, C, 3]), and a
+// column's finalized statistics with the running stats updated, as the
+// finalize kernel writes them (EmitStatsFinalize.cpp).
+Result<StatsFinalizeBodies> stats_finalize_bodies(const EmitContext& ctx, const Stages& s) {
+  StatsFinalizeBodies bodies{{"return nullptr;"}, {"return nullptr;"}, {}};
+  if (!ctx.step().finalizes_stats)
+    return bodies;
+  if (!s.stats || !plan::is_column_norm(*s.stats))
+    return Error{"internal error: " + ctx.kernel_name() + " finalizes statistics it does not compute"};
+  const Node& norm = *s.stats;
+  const BufferId counters = ctx.stats_buffer("counters_", norm.id),
+                 samples = ctx.stats_buffer("sample_stats_", norm.id), finalized = ctx.stats_buffer(norm.id, true);
+  if (counters == kNoId || samples == kNoId || finalized == kNoId)
+    return Error{"internal error: no buffers to finalize " + norm.op + "'s statistics in " + ctx.kernel_name()};
+  const std::string channels = ctx.dim(shape_of(ctx, norm.operands[0])[1]);
+  bodies.counters = {"return reinterpret_cast<unsigned int*>(" + ctx.buffer(counters) + ");"};
+  bodies.sample_slot = {"return " + ctx.buffer(samples) + " + (batch * " + channels + " + n) * 3;"};
+  Result<std::vector<std::string>> updates = running_stat_updates(ctx, norm, "n", "mean", "total");
+  if (!updates)
+    return Error{updates.error()};
+  const std::string out = ctx.buffer(finalized);
+  bodies.finalize_column = {"const float mean = total.mean;", out + "[2 * n] = mean;",
+                            out + "[2 * n + 1] = " + batch_norm_rstd("total", std::get<double>(norm.attrs.at("eps"))) +
+                                "; // biased variance: normalizes the batch"};
+  bodies.finalize_column.insert(bodies.finalize_column.end(), updates.value().begin(), updates.value().end());
+  return bodies;
+}
+
 // The row reduction's slot: its one element per row (atomics), or with
 // partials per tile the tile's own: [tile, row].
 std::vector<std::string> reduce_slot_body(const EmitContext& ctx, const Stages& s) {

@@ -96,6 +96,13 @@ std::vector<std::string> norm_apply_body(const EmitContext& ctx, const Stages& s
 std::vector<std::string> stats_slot_body(const EmitContext& ctx, const GemmMapping& g, const Stages& s);
 Result<std::vector<std::string>> column_stats_body(const EmitContext& ctx, const Stages& s);
 std::vector<std::string> reduce_slot_body(const EmitContext& ctx, const Stages& s);
+// Hook bodies of a GEMM that finalizes its batch_norm (KernelStep::
+// finalizes_stats; "stats_counters", "sample_stats_slot", "finalize_column"):
+// null pointers and nothing when it does not.
+struct StatsFinalizeBodies {
+  std::vector<std::string> counters, sample_slot, finalize_column;
+};
+Result<StatsFinalizeBodies> stats_finalize_bodies(const EmitContext& ctx, const Stages& s);
 std::vector<std::string> returns(const std::string& expr);
 // Values the "epilogue" / "norm_apply" hooks store per element (their
 // FusegenStores' size: "epilogue_stores", "norm_stores").

@@ -66,7 +66,9 @@ HostLauncher print_host_launcher(const Plan& plan, const SymbolicLaunchPlan& lau
   const std::string prefix = "fusegen_" + launch.fusion;
   const std::string params = launcher_params(plan, launch);
   CodeWriter w;
-  w.line("// Bytes of device memory " + prefix + "_launch needs as `workspace`.");
+  w.line("// Bytes of device memory " + prefix + "_launch needs as `workspace`: zero it once before its");
+  w.line("// first launch (kernels that finalize their own statistics keep arrival counters there");
+  w.line("// and leave them zero), and give each stream its own.");
   w.open("extern \"C\" size_t " + prefix + "_workspace_size(" + workspace_params(launch) + ")");
   for (const std::string& symbol : launch.dim_symbols)
     w.line("(void)" + symbol + ";");

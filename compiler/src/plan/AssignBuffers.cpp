@@ -76,6 +76,29 @@ PlanBuffer finalized_buffer(const Plan& plan, const Node& norm) {
   return buffer;
 }
 
+// A GEMM that finalizes its batch_norm (KernelStep::finalizes_stats): each
+// sample's merged triples, and the arrival counters that pick the blocks
+// that merge (templates/helpers.cu fusegen_finalize_sample_stats).
+PlanBuffer sample_stats_buffer(const Plan& plan, const Node& norm) {
+  const Shape& input = plan.fusion.value(norm.operands[0]).type.shape;
+  PlanBuffer buffer;
+  buffer.role = PlanBuffer::Role::Statistics;
+  buffer.name = "sample_stats_" + std::to_string(norm.id);
+  buffer.shape = {input[0], input[1], Dim::constant(3)};
+  buffer.what = "per sample and channel: count, mean, M2 of batch_norm's input, merged from the row tiles";
+  return buffer;
+}
+
+PlanBuffer arrival_counters_buffer(const Plan& plan, const Node& norm) {
+  const Shape& input = plan.fusion.value(norm.operands[0]).type.shape;
+  PlanBuffer buffer;
+  buffer.role = PlanBuffer::Role::Statistics;
+  buffer.name = "counters_" + std::to_string(norm.id);
+  buffer.shape = {Dim::constant(2), input[0]}; // N + 1 used: a counter per sample, then the batch's
+  buffer.what = "arrival counters (32-bit): per sample, then the whole batch; zero between calls";
+  return buffer;
+}
+
 // Whether a batched convolution's input `buffer` can be stored channels-last
 // by the kernel computing it (marked so): an intermediate written by one
 // elementwise kernel and read by `conv` alone. That kernel then walks its
@@ -243,7 +266,8 @@ void assign_buffers(Plan& plan) {
       add_unique(source.reads, value_buffer[node.operands[0]]);
     const OpDef& op = op_of(node);
     std::vector<std::string> mutated = op.mutates ? op.mutates(node.attrs) : std::vector<std::string>{};
-    if (finalizer < 0) { // the apply merges the partials (and updates the running stats)
+    KernelStep& source = plan.kernels[static_cast<size_t>(producer)];
+    if (finalizer < 0 && !source.finalizes_stats) { // the apply merges the partials (and updates the running stats)
       for (size_t k : appliers) {
         add_unique(plan.kernels[k].reads, partials);
         add_state_updates(plan.kernels[k], node, value_buffer);
@@ -251,10 +275,16 @@ void assign_buffers(Plan& plan) {
       continue;
     }
     BufferId finalized = add_buffer(plan, finalized_buffer(plan, node));
-    KernelStep& finalize = plan.kernels[static_cast<size_t>(finalizer)];
+    KernelStep& finalize = finalizer >= 0 ? plan.kernels[static_cast<size_t>(finalizer)] : source;
     add_unique(finalize.reads, partials);
     add_unique(finalize.writes, finalized);
     add_state_updates(finalize, node, value_buffer);
+    if (finalizer < 0)
+      for (BufferId merge :
+           {add_buffer(plan, sample_stats_buffer(plan, node)), add_buffer(plan, arrival_counters_buffer(plan, node))}) {
+        add_unique(finalize.reads, merge);
+        add_unique(finalize.writes, merge);
+      }
     for (size_t k : appliers) {
       add_unique(plan.kernels[k].reads, finalized);
       // The apply step reads only the input and affine params, not the running stats.

@@ -30,6 +30,7 @@ public:
     }
     finalize_unmerged_applies();
     merge_small_batch_norm_finalizes();
+    finalize_in_convolutions();
     partial_row_reductions();
     for (size_t i = 0; i < kernels_.size(); ++i)
       kernels_[i].step.name = fusion_.name + "_k" + std::to_string(i);
@@ -416,6 +417,40 @@ private:
       notes.push_back("applies batch_norm with statistics it merges from the partials itself (" +
                       std::to_string((input[0].value() + options_.gemm_tile_m - 1) / options_.gemm_tile_m) +
                       " row tiles: no finalize kernel); row 0 updates running_mean and running_var");
+      kernels_.erase(kernels_.begin() + static_cast<long>(k));
+      for (int& p : producer_)
+        if (p > static_cast<int>(k))
+          --p;
+      --k;
+    }
+  }
+
+  // A batch_norm whose partials a forward convolution's epilogue writes
+  // ([N, position tiles, C, 3]) is finalized by that GEMM kernel too: the
+  // last block of each sample merges the sample's tiles, the last of those
+  // the samples (templates/helpers.cu fusegen_finalize_sample_stats), so no
+  // finalize kernel is launched (the ResNet basic block: 2 launches fewer).
+  // Only when the finalize kernel comes right after the GEMM, so that no
+  // kernel in between sees the running stats change earlier than before,
+  // and no other op of the GEMM reads them.
+  void finalize_in_convolutions() {
+    for (size_t k = 1; k < kernels_.size(); ++k) {
+      const KernelStep& finalize = kernels_[k].step;
+      if (finalize.kind != KernelKind::StatsFinalize || !is_column_norm(fusion_.node(finalize.stats_in)))
+        continue;
+      const Node& norm = fusion_.node(finalize.stats_in);
+      KernelStep& gemm = kernels_[k - 1].step;
+      if (gemm.kind != KernelKind::Gemm || gemm.stats_out != norm.id)
+        continue;
+      const Node& conv = fusion_.node(gemm.anchor());
+      auto groups = conv.attrs.find("groups");
+      // A grouped convolution's GEMM batch is (sample, group): not one sample.
+      if (!convolution_rows_are_positions(fusion_, conv) || groups == conv.attrs.end() ||
+          std::get<int64_t>(groups->second) != 1 || reads_updated_state(gemm, norm))
+        continue;
+      gemm.finalizes_stats = true;
+      gemm.notes.push_back("the last block of each sample merges its partial statistics, the last sample's block "
+                           "finalizes them and updates running_mean and running_var: no finalize kernel");
       kernels_.erase(kernels_.begin() + static_cast<long>(k));
       for (int& p : producer_)
         if (p > static_cast<int>(k))

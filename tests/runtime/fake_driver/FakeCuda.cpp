@@ -345,6 +345,13 @@ CUresult CUDAAPI cuMemsetD32(CUdeviceptr dst, unsigned int value, size_t count) 
     words[i] = value;
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream) {
+  FAKE_ENTER("cuMemsetD8Async");
+  if (find_allocation(dst, count) == g_allocations.end())
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memset(reinterpret_cast<void*>(dst), value, count);
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuPointerGetAttributes(unsigned int count, CUpointer_attribute* attributes, void** data,
                                         CUdeviceptr pointer) {
   FAKE_ENTER("cuPointerGetAttributes");

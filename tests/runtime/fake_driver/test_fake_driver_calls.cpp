@@ -149,13 +149,17 @@ TEST_F(FakeDriver, WorkspacePerStreamAndThread) {
   Function f = rt.load_file(testing::source_path(spec)).function(loaded->fusion().name);
   Tensors t(rt, specialized(*loaded, 256));
   int before = g_fake->live_allocations;
+  const size_t zeroed = count_calls("cuMemsetD8Async");
   auto* a = reinterpret_cast<void*>(0x1000);
   auto* b = reinterpret_cast<void*>(0x2000);
   f.call(t.args, t.outs, a);
   f.call(t.args, t.outs, a);
   EXPECT_EQ(g_fake->live_allocations, before + 1);
+  // Each workspace is zeroed once, when it is allocated (arrival counters).
+  EXPECT_EQ(count_calls("cuMemsetD8Async"), zeroed + 1);
   f.call(t.args, t.outs, b);
   EXPECT_EQ(g_fake->live_allocations, before + 2);
+  EXPECT_EQ(count_calls("cuMemsetD8Async"), zeroed + 2);
   auto* per_thread = reinterpret_cast<void*>(0x2); // CU_STREAM_PER_THREAD
   std::thread([&] { f.call(t.args, t.outs, per_thread); }).join();
   std::thread([&] { f.call(t.args, t.outs, per_thread); }).join();

@@ -10,6 +10,7 @@ inline constexpr HookSpec kNarrowGemmHooks[] = {
     {"depth", HookKind::Constant, "kDepth", "const int"},
     {"stats_group", HookKind::Constant, "kStatsGroup", "const int"},
     {"stats_rows", HookKind::Constant, "kStatsRows", "const int"},
+    {"stats_finalize", HookKind::Constant, "kStatsFinalize", "const bool"},
     {"a_split", HookKind::Constant, "kASplit", "const bool"},
     {"rows", HookKind::Function, "gemm_rows", "long long (const FusegenArgs &)"},
     {"batches", HookKind::Function, "gemm_batches", "long long (const FusegenArgs &)"},
@@ -25,6 +26,10 @@ inline constexpr HookSpec kNarrowGemmHooks[] = {
     {"epilogue", HookKind::Function, "epilogue",
      "float (const FusegenArgs &, long long, long long, long long, float, EpilogueStores &)"},
     {"stats_slot", HookKind::Function, "stats_slot", "float *(const FusegenArgs &, long long, long long, long long)"},
+    {"stats_counters", HookKind::Function, "stats_counters", "unsigned int *(const FusegenArgs &)"},
+    {"sample_stats_slot", HookKind::Function, "sample_stats_slot",
+     "float *(const FusegenArgs &, long long, long long)"},
+    {"finalize_column", HookKind::Function, "finalize_column", "void (const FusegenArgs &, long long, FusegenWelford)"},
     {"entry", HookKind::Function, "fusegen_narrow_gemm", "void (FusegenArgs)"},
 };
 
