@@ -76,27 +76,30 @@ PlanBuffer finalized_buffer(const Plan& plan, const Node& norm) {
   return buffer;
 }
 
+// A statistics buffer of `norm` named prefix + its id.
+PlanBuffer statistics_buffer(const std::string& prefix, const Node& norm, Shape shape, std::string what) {
+  PlanBuffer buffer;
+  buffer.role = PlanBuffer::Role::Statistics;
+  buffer.name = prefix + std::to_string(norm.id);
+  buffer.shape = std::move(shape);
+  buffer.what = std::move(what);
+  return buffer;
+}
+
 // A GEMM that finalizes its batch_norm (KernelStep::finalizes_stats): each
 // sample's merged triples, and the arrival counters that pick the blocks
 // that merge (templates/helpers.cu fusegen_finalize_sample_stats).
 PlanBuffer sample_stats_buffer(const Plan& plan, const Node& norm) {
   const Shape& input = plan.fusion.value(norm.operands[0]).type.shape;
-  PlanBuffer buffer;
-  buffer.role = PlanBuffer::Role::Statistics;
-  buffer.name = "sample_stats_" + std::to_string(norm.id);
-  buffer.shape = {input[0], input[1], Dim::constant(3)};
-  buffer.what = "per sample and channel: count, mean, M2 of batch_norm's input, merged from the row tiles";
-  return buffer;
+  return statistics_buffer("sample_stats_", norm, {input[0], input[1], Dim::constant(3)},
+                           "per sample and channel: count, mean, M2 of batch_norm's input, merged from the row tiles");
 }
 
 PlanBuffer arrival_counters_buffer(const Plan& plan, const Node& norm) {
   const Shape& input = plan.fusion.value(norm.operands[0]).type.shape;
-  PlanBuffer buffer;
-  buffer.role = PlanBuffer::Role::Statistics;
-  buffer.name = "counters_" + std::to_string(norm.id);
-  buffer.shape = {Dim::constant(2), input[0]}; // N + 1 used: a counter per sample, then the batch's
-  buffer.what = "arrival counters (32-bit): per sample, then the whole batch; zero between calls";
-  return buffer;
+  // N + 1 used: a counter per sample, then the batch's.
+  return statistics_buffer("counters_", norm, {Dim::constant(2), input[0]},
+                           "arrival counters (32-bit): per sample, then the whole batch; zero between calls");
 }
 
 // Whether a batched convolution's input `buffer` can be stored channels-last

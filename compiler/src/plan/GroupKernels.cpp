@@ -356,10 +356,7 @@ private:
     target.step.notes.push_back("the pointwise ops before " + node.op + " run as its prologue");
     for (NodeId id : target.step.prologue)
       producer_[fusion_.node(id).result] = k - 1; // renumbered below
-    kernels_.erase(kernels_.begin() + e);
-    for (int& p : producer_)
-      if (p > e)
-        --p;
+    erase_kernel(static_cast<size_t>(e));
     for (NodeId id : kernels_[static_cast<size_t>(e)].step.prologue)
       producer_[fusion_.node(id).result] = e;
   }
@@ -417,11 +414,7 @@ private:
       notes.push_back("applies batch_norm with statistics it merges from the partials itself (" +
                       std::to_string((input[0].value() + options_.gemm_tile_m - 1) / options_.gemm_tile_m) +
                       " row tiles: no finalize kernel); row 0 updates running_mean and running_var");
-      kernels_.erase(kernels_.begin() + static_cast<long>(k));
-      for (int& p : producer_)
-        if (p > static_cast<int>(k))
-          --p;
-      --k;
+      erase_kernel(k--);
     }
   }
 
@@ -451,12 +444,16 @@ private:
       gemm.finalizes_stats = true;
       gemm.notes.push_back("the last block of each sample merges its partial statistics, the last sample's block "
                            "finalizes them and updates running_mean and running_var: no finalize kernel");
-      kernels_.erase(kernels_.begin() + static_cast<long>(k));
-      for (int& p : producer_)
-        if (p > static_cast<int>(k))
-          --p;
-      --k;
+      erase_kernel(k--);
     }
+  }
+
+  // Removes kernel k; the values of the kernels after it move down by one.
+  void erase_kernel(size_t k) {
+    kernels_.erase(kernels_.begin() + static_cast<long>(k));
+    for (int& p : producer_)
+      if (p > static_cast<int>(k))
+        --p;
   }
 
   // Whether a node of `step` other than `norm` reads a tensor `norm` updates
