@@ -22,6 +22,10 @@
 #      compute-sanitizer memcheck when step 6 found it;
 # and writes a short report to bench/results/gpu-check-<gpu>.md.
 #
+# On a GPU machine without GoogleTest, CLI11 or hiredis (and no package
+# installs), build against the prefix scripts/device-deps.sh bundles on a
+# machine that has them (its header says which variables to set).
+#
 # usage: scripts/gpu-check.sh
 # Environment: FUSEGEN_JOBS (build jobs, 16), FUSEGEN_GPU_BUILD_DIR
 # (./build-gpu), FUSEGEN_CHECK_N_V01 (batch for the v0.1 shapes, 32: their
