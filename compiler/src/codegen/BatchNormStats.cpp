@@ -11,6 +11,25 @@ std::string batch_norm_rstd(const std::string& total, double eps) {
   return "1.0f / sqrtf(fmaxf(" + total + ".m2 / " + total + ".count, 0.0f) + " + ops::cuda_float(eps) + ")";
 }
 
+std::vector<std::string> finalized_stat_writes(const EmitContext& ctx, BufferId stats, const std::string& row,
+                                               double eps) {
+  const std::string out = ctx.buffer(stats);
+  return {"const float mean = total.mean;", out + "[2 * " + row + "] = mean;",
+          out + "[2 * " + row + " + 1] = " + batch_norm_rstd("total", eps) + "; // biased variance: normalizes the batch"};
+}
+
+Result<std::vector<std::string>> batch_norm_finalize(const EmitContext& ctx, const Node& node, BufferId stats,
+                                                     const std::string& channel) {
+  Result<std::vector<std::string>> updates = running_stat_updates(ctx, node, channel, "mean", "total");
+  if (!updates)
+    return Error{updates.error()};
+  std::vector<std::string> lines = finalized_stat_writes(ctx, stats, channel, std::get<double>(node.attrs.at("eps")));
+  if (!updates.value().empty())
+    lines.push_back("// running stats as torch updates them: momentum-weighted, unbiased variance");
+  lines.insert(lines.end(), updates.value().begin(), updates.value().end());
+  return lines;
+}
+
 Result<std::vector<std::string>> running_stat_updates(const EmitContext& ctx, const Node& node,
                                                       const std::string& channel, const std::string& mean,
                                                       const std::string& total) {

@@ -554,10 +554,10 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
                                   variant.b_split ? small_b_address(ctx, g) : returns("nullptr"));
   // 3xTF32's small parts of a convolution's dense weight come from its copy
   // (one pass fewer); else from a pass over B.
-  bool b_split_in_copy = false;
-  for (const RearrangeSpec& copy : g.operand_copies)
-    b_split_in_copy =
-        b_split_in_copy || (variant.b_split && variant.inner_product == 1 && copy.to == split_b_source(ctx));
+  const bool b_split_in_copy =
+      variant.b_split && variant.inner_product == 1 &&
+      std::any_of(g.operand_copies.begin(), g.operand_copies.end(),
+                  [&](const RearrangeSpec& copy) { return copy.to == split_b_source(ctx); });
   if (variant.b_split && !b_split_in_copy) {
     source.leaders.push_back(b_split_pass(ctx, split_b_source(ctx), variant));
     source.scratch_used.push_back(ctx.step().b_split);

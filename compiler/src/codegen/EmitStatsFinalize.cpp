@@ -46,12 +46,6 @@ struct Layout {
   SizeExpr row_count;           // for the launch
 };
 
-std::vector<std::string> write_stats(const EmitContext& ctx, BufferId stats, double eps) {
-  std::string out = ctx.buffer(stats);
-  return {"const float mean = total.mean;", out + "[2 * row] = mean;",
-          out + "[2 * row + 1] = " + batch_norm_rstd("total", eps) + "; // biased variance: normalizes the batch"};
-}
-
 Result<Layout> batch_norm_layout(const EmitContext& ctx, const Node& node, const PlanBuffer& partials,
                                  BufferId stats) {
   const Shape& input = ctx.fusion().value(node.operands[0]).type.shape;
@@ -71,13 +65,10 @@ Result<Layout> batch_norm_layout(const EmitContext& ctx, const Node& node, const
   // (large N) is not merged by 8 threads alone.
   if (layout.row_count.value && *layout.row_count.value <= kFewRows)
     layout.part_lanes = 32;
-  Result<std::vector<std::string>> updates = running_stat_updates(ctx, node, "row", "mean", "total");
-  if (!updates)
-    return Error{updates.error()};
-  layout.finalize = write_stats(ctx, stats, std::get<double>(node.attrs.at("eps")));
-  if (!updates.value().empty())
-    layout.finalize.push_back("// running stats as torch updates them: momentum-weighted, unbiased variance");
-  layout.finalize.insert(layout.finalize.end(), updates.value().begin(), updates.value().end());
+  Result<std::vector<std::string>> finalize = batch_norm_finalize(ctx, node, stats, "row");
+  if (!finalize)
+    return Error{finalize.error()};
+  layout.finalize = std::move(finalize.value());
   return layout;
 }
 
@@ -105,7 +96,7 @@ Result<Layout> group_norm_layout(const EmitContext& ctx, const Node& node, const
   double eps = std::get<double>(node.attrs.at("eps"));
   if (!std::isfinite(eps))
     return Error{"group_norm eps must be finite"};
-  layout.finalize = write_stats(ctx, stats, eps);
+  layout.finalize = finalized_stat_writes(ctx, stats, "row", eps);
   return layout;
 }
 

@@ -225,7 +225,7 @@ Result<std::vector<std::string>> column_stats_body(const EmitContext& ctx, const
 
 // The arrival counters, each sample's merged triple ([N, C, 3]), and a
 // column's finalized statistics with the running stats updated, as the
-// finalize kernel writes them (EmitStatsFinalize.cpp).
+// finalize kernel writes them (batch_norm_finalize).
 Result<StatsFinalizeBodies> stats_finalize_bodies(const EmitContext& ctx, const Stages& s) {
   StatsFinalizeBodies bodies{{"return nullptr;"}, {"return nullptr;"}, {}};
   if (!ctx.step().finalizes_stats)
@@ -240,14 +240,10 @@ Result<StatsFinalizeBodies> stats_finalize_bodies(const EmitContext& ctx, const 
   const std::string channels = ctx.dim(shape_of(ctx, norm.operands[0])[1]);
   bodies.counters = {"return reinterpret_cast<unsigned int*>(" + ctx.buffer(counters) + ");"};
   bodies.sample_slot = {"return " + ctx.buffer(samples) + " + (batch * " + channels + " + n) * 3;"};
-  Result<std::vector<std::string>> updates = running_stat_updates(ctx, norm, "n", "mean", "total");
-  if (!updates)
-    return Error{updates.error()};
-  const std::string out = ctx.buffer(finalized);
-  bodies.finalize_column = {"const float mean = total.mean;", out + "[2 * n] = mean;",
-                            out + "[2 * n + 1] = " + batch_norm_rstd("total", std::get<double>(norm.attrs.at("eps"))) +
-                                "; // biased variance: normalizes the batch"};
-  bodies.finalize_column.insert(bodies.finalize_column.end(), updates.value().begin(), updates.value().end());
+  Result<std::vector<std::string>> finalize = batch_norm_finalize(ctx, norm, finalized, "n");
+  if (!finalize)
+    return Error{finalize.error()};
+  bodies.finalize_column = std::move(finalize.value());
   return bodies;
 }
 

@@ -61,21 +61,6 @@ PlanBuffer partials_buffer(const Plan& plan, const Node& norm, const KernelStep&
   return buffer;
 }
 
-PlanBuffer finalized_buffer(const Plan& plan, const Node& norm) {
-  const Shape& input = plan.fusion.value(norm.operands[0]).type.shape;
-  PlanBuffer buffer;
-  buffer.role = PlanBuffer::Role::Statistics;
-  buffer.name = "stats_" + std::to_string(norm.id);
-  if (is_column_norm(norm)) {
-    buffer.shape = {input[1], Dim::constant(2)};
-    buffer.what = "per channel: batch mean, 1/sqrt(biased var + eps)";
-  } else {
-    buffer.shape = {input[0], Dim::constant(channel_groups(norm)), Dim::constant(2)};
-    buffer.what = "per sample and group: mean, 1/sqrt(biased var + eps)";
-  }
-  return buffer;
-}
-
 // A statistics buffer of `norm` named prefix + its id.
 PlanBuffer statistics_buffer(const std::string& prefix, const Node& norm, Shape shape, std::string what) {
   PlanBuffer buffer;
@@ -84,6 +69,15 @@ PlanBuffer statistics_buffer(const std::string& prefix, const Node& norm, Shape 
   buffer.shape = std::move(shape);
   buffer.what = std::move(what);
   return buffer;
+}
+
+PlanBuffer finalized_buffer(const Plan& plan, const Node& norm) {
+  const Shape& input = plan.fusion.value(norm.operands[0]).type.shape;
+  if (is_column_norm(norm))
+    return statistics_buffer("stats_", norm, {input[1], Dim::constant(2)},
+                             "per channel: batch mean, 1/sqrt(biased var + eps)");
+  return statistics_buffer("stats_", norm, {input[0], Dim::constant(channel_groups(norm)), Dim::constant(2)},
+                           "per sample and group: mean, 1/sqrt(biased var + eps)");
 }
 
 // A GEMM that finalizes its batch_norm (KernelStep::finalizes_stats): each
