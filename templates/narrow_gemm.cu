@@ -14,7 +14,10 @@
 // register accumulators, then runs epilogue() for each column. Consecutive
 // threads take consecutive rows, which for conv2d are adjacent output pixels,
 // so the gathers and the stores coalesce. Products are plain fp32 FMAs in
-// increasing k, so strict precision holds without a split.
+// increasing k, so strict precision holds without a split. With kThreadRows
+// = 2 a thread owns rows m and m + kThreads: each broadcast read of B then
+// feeds twice the FMAs (a k step of 16 columns is 4 shared loads for 16
+// FMAs with one row, a load-bound ratio; 4 for 32 with two).
 //
 // Statistics (kStatsGroup = S > 0): per tile of kStatsRows rows and group of
 // S adjacent columns, the (count, mean, M2) triple of the epilogue's values
@@ -23,13 +26,16 @@
 // gemm.cu writes, so the kernels that read it do not care which template
 // ran.
 //
-// Grid: x = 1, y over blocks of kThreads rows, z over batches; y and z loop
+// Grid: x = 1, y over blocks of kThreads * kThreadRows rows, z over batches; y and z loop
 // with the grid's stride, so any extent fits.
 //
 // Hook contract (checked by fusegen-template-tool against hooks/NarrowGemmHooks.h):
-//   "threads"       constexpr int kThreads     rows (threads) per block, a multiple of kStatsRows
+//   "threads"       constexpr int kThreads     threads per block, a multiple of kStatsRows
+//   "thread_rows"   constexpr int kThreadRows  rows per thread (1 or 2): a block
+//                                  is kThreads * kThreadRows rows
 //   "cols"          constexpr int kCols        N (1..64)
-//   "depth"         constexpr int kDepth       K (1..128)
+//   "depth"         constexpr int kDepth       K (1..1024; B's kDepth rows fit 32 KB
+//                                  of shared memory)
 //   "stats_group"   constexpr int kStatsGroup  0, or S of the partial statistics (divides kCols)
 //   "stats_rows"    constexpr int kStatsRows   rows of a statistics tile (a multiple of 32)
 //   "a_split"       constexpr bool kASplit     A's addresses split into a_row(m) +
@@ -76,6 +82,8 @@
 #endif
 
 FUSEGEN_HOOK("threads") constexpr int kThreads = 128;
+
+FUSEGEN_HOOK("thread_rows") constexpr int kThreadRows = 1;
 
 FUSEGEN_HOOK("cols") constexpr int kCols = 16;
 
@@ -168,7 +176,8 @@ __device__ __forceinline__ void finalize_column(const FusegenArgs& args, long lo
 // ---- geometry ----
 
 static_assert(kCols >= 1 && kCols <= 64, "a thread keeps at most 64 column accumulators");
-static_assert(kDepth >= 1 && kDepth <= 128, "the k loop is unrolled: at most 128 deep");
+static_assert(kThreadRows == 1 || kThreadRows == 2, "a thread owns one or two rows");
+static_assert(kCols * kThreadRows <= 64, "a thread keeps at most 64 accumulators");
 static_assert(kStatsRows % 32 == 0 && kThreads % kStatsRows == 0 && kThreads <= 1024,
               "a block is whole statistics tiles of whole warps");
 static_assert(kStatsGroup >= 0 && (kStatsGroup == 0 || kCols % kStatsGroup == 0),
@@ -176,6 +185,9 @@ static_assert(kStatsGroup >= 0 && (kStatsGroup == 0 || kCols % kStatsGroup == 0)
 static_assert(!kStatsFinalize || kStatsGroup == 1, "statistics finalized in the kernel are per column");
 
 constexpr int kColsPadded = (kCols + 3) / 4 * 4; // B rows as float4s
+static_assert(kDepth >= 1 && kDepth <= 1024 && kDepth * kColsPadded <= 8192,
+              "B is kept whole in static shared memory: at most 32 KB");
+constexpr long long kBlockRows = static_cast<long long>(kThreads) * kThreadRows;
 constexpr int kWarps = kThreads / 32;
 constexpr int kTileWarps = kStatsRows / 32;
 constexpr int kStatsGroups = kStatsGroup > 0 ? kCols / kStatsGroup : 1;
@@ -194,7 +206,7 @@ __device__ __forceinline__ void narrow_load_b(const FusegenArgs& args, float* b_
 // times took ptxas seconds (NVRTC's cold compile of chain 85 v0.1: 3.9 s),
 // so large bodies unroll by 4 and read A's offsets from a table in shared
 // memory, filled once per block.
-constexpr bool kWholeUnroll = kColsPadded * kDepth <= 1024;
+constexpr bool kWholeUnroll = kColsPadded * kThreadRows * kDepth <= 1024;
 constexpr int kDepthUnroll = kWholeUnroll ? kDepth : 4;
 constexpr bool kOffsetTable = kASplit && !kWholeUnroll;
 
@@ -204,29 +216,43 @@ __device__ __forceinline__ void narrow_fill_offsets(const FusegenArgs& args, int
       offsets[k] = a_depth_offset(args, k);
 }
 
-// acc[n] = sum_k A(m, k) * B(k, n), in increasing k.
+// acc[r][n] = sum_k A(m0 + r * kThreads, k) * B(k, n), in increasing k, for
+// the thread's rows below `rows` (the others stay zero); row m0 is one.
 __device__ __forceinline__ void narrow_accumulate(const FusegenArgs& args, const float* b_shared, const int* offsets,
-                                                  long long a_base, long long m, float (&acc)[kColsPadded]) {
-  const float* row = kASplit ? a_row(args, a_base, m) : nullptr;
+                                                  long long a_base, long long m0, long long rows,
+                                                  float (&acc)[kThreadRows][kColsPadded]) {
+  bool valid[kThreadRows];
+  const float* row[kThreadRows];
+#pragma unroll
+  for (int r = 0; r < kThreadRows; ++r) {
+    valid[r] = r == 0 || m0 + r * kThreads < rows;
+    row[r] = kASplit && valid[r] ? a_row(args, a_base, m0 + r * kThreads) : nullptr;
+  }
 #pragma unroll kDepthUnroll
   for (int k = 0; k < kDepth; ++k) {
-    float a;
-    if constexpr (kOffsetTable) {
-      a = __ldg(row + offsets[k]);
-    } else if constexpr (kASplit) {
-      a = __ldg(row + a_depth_offset(args, k));
-    } else {
-      const float* p = a_address(args, a_base, m, k);
-      a = p ? __ldg(p) : 0.0f;
+    float a[kThreadRows];
+#pragma unroll
+    for (int r = 0; r < kThreadRows; ++r) {
+      if constexpr (kOffsetTable) {
+        a[r] = valid[r] ? __ldg(row[r] + offsets[k]) : 0.0f;
+      } else if constexpr (kASplit) {
+        a[r] = valid[r] ? __ldg(row[r] + a_depth_offset(args, k)) : 0.0f;
+      } else {
+        const float* p = valid[r] ? a_address(args, a_base, m0 + r * kThreads, k) : nullptr;
+        a[r] = p ? __ldg(p) : 0.0f;
+      }
     }
     const float4* b = reinterpret_cast<const float4*>(b_shared + k * kColsPadded);
 #pragma unroll
     for (int q = 0; q < kColsPadded / 4; ++q) {
       const float4 v = b[q];
-      acc[4 * q + 0] = fmaf(a, v.x, acc[4 * q + 0]);
-      acc[4 * q + 1] = fmaf(a, v.y, acc[4 * q + 1]);
-      acc[4 * q + 2] = fmaf(a, v.z, acc[4 * q + 2]);
-      acc[4 * q + 3] = fmaf(a, v.w, acc[4 * q + 3]);
+#pragma unroll
+      for (int r = 0; r < kThreadRows; ++r) {
+        acc[r][4 * q + 0] = fmaf(a[r], v.x, acc[r][4 * q + 0]);
+        acc[r][4 * q + 1] = fmaf(a[r], v.y, acc[r][4 * q + 1]);
+        acc[r][4 * q + 2] = fmaf(a[r], v.z, acc[r][4 * q + 2]);
+        acc[r][4 * q + 3] = fmaf(a[r], v.w, acc[r][4 * q + 3]);
+      }
     }
   }
 }
@@ -307,30 +333,35 @@ __device__ __forceinline__ void narrow_gemm_main(const FusegenArgs& args) {
   __shared__ FusegenWelford lanes[kStatsFinalize ? kThreads : 1];
   narrow_fill_offsets(args, offsets); // read after the first barrier below
   const long long rows = gemm_rows(args), batches = gemm_batches(args);
-  const long long row_blocks = (rows + kThreads - 1) / kThreads;
+  const long long row_blocks = (rows + kBlockRows - 1) / kBlockRows;
   for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z) {
     __syncthreads(); // the previous batch's products are done with B
     narrow_load_b(args, b_shared, batch);
     __syncthreads();
     const long long a_base = a_offset(args, batch);
     for (long long row_block = blockIdx.y; row_block < row_blocks; row_block += gridDim.y) {
-      const long long m0 = row_block * kThreads, m = m0 + threadIdx.x;
-      const bool valid = m < rows;
-      float acc[kColsPadded] = {};
-      if (valid) {
-        narrow_accumulate(args, b_shared, offsets, a_base, m, acc);
-        // Each column's stores at once: its params are one broadcast load,
-        // and deferring them behind 8 columns' loads measured 4-20% slower
-        // (bench/NOTES.md v51).
+      const long long m0 = row_block * kBlockRows;
+      float acc[kThreadRows][kColsPadded] = {};
+      if (m0 + threadIdx.x < rows)
+        narrow_accumulate(args, b_shared, offsets, a_base, m0 + threadIdx.x, rows, acc);
 #pragma unroll
-        for (int n = 0; n < kCols; ++n) {
-          EpilogueStores stores;
-          acc[n] = epilogue(args, batch, m, n, acc[n], stores);
-          stores.write();
+      for (int r = 0; r < kThreadRows; ++r) {
+        const long long part_m0 = m0 + r * kThreads, m = part_m0 + threadIdx.x;
+        const bool valid = m < rows;
+        if (valid) {
+          // Each column's stores at once: its params are one broadcast load,
+          // and deferring them behind 8 columns' loads measured 4-20% slower
+          // (bench/NOTES.md v51).
+#pragma unroll
+          for (int n = 0; n < kCols; ++n) {
+            EpilogueStores stores;
+            acc[r][n] = epilogue(args, batch, m, n, acc[r][n], stores);
+            stores.write();
+          }
         }
+        if constexpr (kStatsGroup > 0)
+          narrow_statistics(args, scratch, batch, part_m0, rows, valid, acc[r]);
       }
-      if constexpr (kStatsGroup > 0)
-        narrow_statistics(args, scratch, batch, m0, rows, valid, acc);
       if constexpr (kStatsFinalize)
         fusegen_finalize_sample_stats<kThreads>(
             stats_counters(args), batch, batches, kCols, (rows + kStatsRows - 1) / kStatsRows,

@@ -199,7 +199,8 @@ TEST(CodegenGemm, SplitKIsClusteredAndOnlyWhereItApplies) {
 }
 
 // The narrow template (templates/narrow_gemm.cu) takes a GEMM of at most 64
-// known columns (32 in tf32 precision) and a depth of at most 128 whose
+// known columns (32 in tf32 precision) and a depth of at most 128 (1024
+// where A is gathered element by element, as long as B fits 32 KB) whose
 // output is contiguous along m (conv2d's pixels), with a pointwise epilogue
 // or partial statistics; gemm.cu takes the rest, and every forced block.
 constexpr const char* kNarrow = R"(
@@ -236,6 +237,16 @@ fusion lin {
   param w : f32[16, 20]
   output y = linear(x, w)
 }
+fusion deep3d {
+  input x : f32[N, 8, 6, 10, 10]
+  param w : f32[32, 8, 3, 3, 3]
+  output y = conv3d(x, w)
+}
+fusion deep3d_wide {
+  input x : f32[N, 8, 6, 10, 10]
+  param w : f32[40, 8, 3, 3, 3]
+  output y = conv3d(x, w)
+}
 )";
 
 TEST(CodegenGemm, NarrowTemplateTakesFewColumnsAndShallowDepth) {
@@ -254,6 +265,15 @@ TEST(CodegenGemm, NarrowTemplateTakesFewColumnsAndShallowDepth) {
   EXPECT_EQ(template_of(3), "gemm.cu") << "depth 144";
   EXPECT_EQ(template_of(4), "narrow_gemm.cu") << "32 columns, depth 126";
   EXPECT_EQ(template_of(5), "gemm.cu") << "linear: the output is contiguous along n";
+  EXPECT_EQ(template_of(6), "narrow_gemm.cu") << "8 channels gathered, depth 216";
+  EXPECT_EQ(template_of(7), "gemm.cu") << "B of 216 x 40 past 32 KB";
+  // Up to 32 columns a thread owns two rows: blocks of 256 rows.
+  std::string deep = kernel_text(code, "deep3d_k0");
+  EXPECT_EQ(constant_of(deep, "kThreadRows"), "2");
+  EXPECT_EQ(constant_of(deep, "kDepth"), "216");
+  EXPECT_EQ(launch_of(code, 6, 0).grid[1].value, std::optional<int64_t>(1)) << "4 x 8 x 8 = 256 rows a sample";
+  EXPECT_EQ(constant_of(kernel_text(code, "cols33_k0"), "kThreadRows"), "1");
+  EXPECT_EQ(constant_of(kernel_text(code, "cols32_k0"), "kThreadRows"), "1") << "padding: addresses per element";
   // tf32: past 32 columns the tensor cores' single product is faster.
   GeneratedCode tf32 = generate(plans, Precision::TF32);
   EXPECT_EQ(launch_of(tf32, 1, 0).template_file, "gemm.cu") << "33 columns, tf32";
@@ -266,7 +286,7 @@ TEST(CodegenGemm, NarrowTemplateTakesFewColumnsAndShallowDepth) {
   EXPECT_EQ(constant_of(stats, "kASplit"), "true");
   EXPECT_EQ(constant_of(stats, "kCols"), "16");
   EXPECT_EQ(constant_of(stats, "kDepth"), "27");
-  EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, std::optional<int64_t>(8)) << "900 positions in 128-row blocks";
+  EXPECT_EQ(launch_of(code, 0, 0).grid[1].value, std::optional<int64_t>(4)) << "900 positions in 256-row blocks";
   EXPECT_EQ(launch_of(code, 0, 0).grid[2].value, std::optional<int64_t>(128));
   EXPECT_EQ(launch_of(code, 0, 0).cluster, 1);
   EXPECT_EQ(constant_of(kernel_text(code, "cols32_k0"), "kASplit"), "false") << "padding";

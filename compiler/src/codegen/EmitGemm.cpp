@@ -388,8 +388,22 @@ std::optional<TailSplit> tail_split(const EmitContext& ctx, const GemmMapping& g
 // 64 channels: strict 1.32 -> 1.22 ms, tf32 1.16 -> 1.22 ms; NOTES v17).
 constexpr int64_t kNarrowMaxCols = 64;
 constexpr int64_t kNarrowMaxColsTf32 = 32;
-constexpr int64_t kNarrowMaxDepth = 128; // the unrolled k loop
-constexpr int kNarrowThreads = 128;      // rows per block, two statistics tiles
+// Depth: up to 128 for any A; deeper only where gemm.cu would read A element
+// by element (!a_vector: a convolution over fewer than 16 channels, e.g.
+// conv3d 8 -> 32 with a 3x3x3 kernel, K = 216) into 64-column tiles. B's
+// rows must fit the template's 32 KB of shared memory.
+constexpr int64_t kNarrowMaxDepth = 128;
+constexpr int64_t kNarrowMaxDepthGathered = 1024;
+constexpr int64_t kNarrowMaxSharedB = 8192; // floats: depth x columns rounded up to 4
+constexpr int kNarrowThreads = 128;         // threads per block, two statistics tiles
+
+// Rows per thread: two where both rows' accumulators fit (32 columns) and
+// A's addresses split into row and tap offsets, so that each broadcast read
+// of B feeds twice the FMAs. With padding every element's address is
+// computed and checked; twice those took 168-254 registers and spilled.
+int narrow_thread_rows(const GemmMapping& g) {
+  return (*g.launch_cols.value + 3) / 4 * 4 <= 32 && g.a_depth_table > 0 ? 2 : 1;
+}
 
 // The narrow template takes a GEMM whose columns and depth are known and
 // small, whose output is contiguous along m (threads on consecutive rows
@@ -399,10 +413,13 @@ bool takes_narrow(const EmitContext& ctx, const GemmMapping& g, const Stages& s)
   if (ctx.options().gemm_block || !g.out_along_m || s.norm || s.reduce)
     return false;
   const int64_t max_cols = ctx.precision() == Precision::TF32 ? kNarrowMaxColsTf32 : kNarrowMaxCols;
-  if (!g.launch_cols.value || *g.launch_cols.value > max_cols || !g.launch_depth.value ||
-      *g.launch_depth.value > kNarrowMaxDepth)
+  if (!g.launch_cols.value || *g.launch_cols.value > max_cols || !g.launch_depth.value)
     return false;
-  return !s.stats || *g.launch_cols.value % s.stats_group == 0;
+  const int64_t cols = *g.launch_cols.value, depth = *g.launch_depth.value;
+  const int64_t max_depth = !g.a_vector ? kNarrowMaxDepthGathered : kNarrowMaxDepth;
+  if (depth > max_depth || depth * ((cols + 3) / 4 * 4) > kNarrowMaxSharedB)
+    return false;
+  return !s.stats || cols % s.stats_group == 0;
 }
 
 KernelSource emit_narrow_gemm(const EmitContext& ctx, const GemmMapping& g, const Stages& s,
@@ -410,7 +427,9 @@ KernelSource emit_narrow_gemm(const EmitContext& ctx, const GemmMapping& g, cons
   KernelSource source;
   source.template_file = "narrow_gemm.cu";
   auto& hooks = source.hooks;
+  const int thread_rows = narrow_thread_rows(g);
   hooks["threads"] = constant_hook("kThreads", kNarrowThreads);
+  hooks["thread_rows"] = constant_hook("kThreadRows", thread_rows);
   hooks["cols"] = constant_hook("kCols", *g.launch_cols.value);
   hooks["depth"] = constant_hook("kDepth", *g.launch_depth.value);
   hooks["stats_group"] = constant_hook("kStatsGroup", s.stats_group);
@@ -421,7 +440,8 @@ KernelSource emit_narrow_gemm(const EmitContext& ctx, const GemmMapping& g, cons
                            "stats_counters", "sample_stats_slot", "finalize_column"})
     hooks[name] = shared_hooks.at(name);
   hooks["entry"] = entry_hook(ctx, "kThreads", "narrow_gemm_main(args);");
-  source.launch.grid = {ctx.constant(1), grid_stride_blocks(ctx, g.launch_rows, kNarrowThreads, kMaxGridYZ),
+  source.launch.grid = {ctx.constant(1),
+                        grid_stride_blocks(ctx, g.launch_rows, kNarrowThreads * thread_rows, kMaxGridYZ),
                         grid_stride_blocks(ctx, g.launch_batches, 1, kMaxGridYZ)};
   source.launch.block = kNarrowThreads;
   return source;

@@ -290,6 +290,17 @@ void convolution_cases(std::vector<MatrixCase>& out) {
   conv("conv3d_wide_group_norm_pool",
        "  input x : f32[N, 5, 5, 6, 7]\n  param w : f32[70, 5, 3, 3, 3]\n  param b : f32[70]\n"
        "  h = conv3d(x, w, b)\n  h = group_norm(h, 5)\n  output y = max_pool3d(relu(h), 2)\n");
+  // The narrow kernel over a deep gathered A (fewer than 16 input channels,
+  // K > 128): two rows a thread with tabled tap offsets and group statistics
+  // per half (924 rows a sample: a last block half full); with padding,
+  // addresses checked per element; 40 columns, one row a thread.
+  conv("conv3d_narrow_deep_group_norm",
+       "  input x : f32[N, 8, 5, 13, 30]\n  param w : f32[24, 8, 3, 3, 3]\n  param b : f32[24]\n"
+       "  output y = relu(group_norm(conv3d(x, w, b), 4))\n");
+  conv("conv3d_narrow_deep_padded", "  input x : f32[N, 6, 4, 7, 9]\n  param w : f32[16, 6, 3, 3, 4]\n"
+                                    "  output y = conv3d(x, w, padding=1) * 0.5\n");
+  conv("conv3d_narrow_deep_40_columns", "  input x : f32[N, 6, 5, 6, 7]\n  param w : f32[40, 6, 3, 3, 3]\n"
+                                        "  param b : f32[40]\n  output y = sigmoid(conv3d(x, w, b))\n");
   conv("conv3d_size_one_dims", "  input x : f32[N, 2, 1, 1, 5]\n  param w : f32[3, 2, 1, 1, 2]\n"
                                "  output y = conv3d(x, w)\n");
   // Channels-last copies and vector loads (16+ input channels per group,

@@ -6,6 +6,7 @@ namespace fusegen::templates {
 
 inline constexpr HookSpec kNarrowGemmHooks[] = {
     {"threads", HookKind::Constant, "kThreads", "const int"},
+    {"thread_rows", HookKind::Constant, "kThreadRows", "const int"},
     {"cols", HookKind::Constant, "kCols", "const int"},
     {"depth", HookKind::Constant, "kDepth", "const int"},
     {"stats_group", HookKind::Constant, "kStatsGroup", "const int"},
