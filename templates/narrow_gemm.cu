@@ -26,7 +26,8 @@
 // gemm.cu writes, so the kernels that read it do not care which template
 // ran.
 //
-// Grid: x = 1, y over blocks of kThreads * kThreadRows rows, z over batches; y and z loop
+// Grid: x over the kColParts parts of the columns, y over blocks of
+// kThreads * kThreadRows rows, z over batches; y and z loop
 // with the grid's stride, so any extent fits.
 //
 // Hook contract (checked by fusegen-template-tool against hooks/NarrowGemmHooks.h):
@@ -34,6 +35,10 @@
 //   "thread_rows"   constexpr int kThreadRows  rows per thread (1 or 2): a block
 //                                  is kThreads * kThreadRows rows
 //   "cols"          constexpr int kCols        N (1..64)
+//   "block_cols"    constexpr int kBlockCols   columns a block computes (divides
+//                                  kCols): kCols, or a part of them where B's
+//                                  kDepth x kCols would not fit; grid x is
+//                                  kCols / kBlockCols
 //   "depth"         constexpr int kDepth       K (1..1024; B's kDepth rows fit 32 KB
 //                                  of shared memory)
 //   "stats_group"   constexpr int kStatsGroup  0, or S of the partial statistics (divides kCols)
@@ -86,6 +91,8 @@ FUSEGEN_HOOK("threads") constexpr int kThreads = 128;
 FUSEGEN_HOOK("thread_rows") constexpr int kThreadRows = 1;
 
 FUSEGEN_HOOK("cols") constexpr int kCols = 16;
+
+FUSEGEN_HOOK("block_cols") constexpr int kBlockCols = 16;
 
 FUSEGEN_HOOK("depth") constexpr int kDepth = 27;
 
@@ -177,27 +184,29 @@ __device__ __forceinline__ void finalize_column(const FusegenArgs& args, long lo
 
 static_assert(kCols >= 1 && kCols <= 64, "a thread keeps at most 64 column accumulators");
 static_assert(kThreadRows == 1 || kThreadRows == 2, "a thread owns one or two rows");
-static_assert(kCols * kThreadRows <= 64, "a thread keeps at most 64 accumulators");
+static_assert(kBlockCols >= 1 && kCols % kBlockCols == 0, "a block computes a whole part of the columns");
+static_assert(kBlockCols * kThreadRows <= 64, "a thread keeps at most 64 accumulators");
 static_assert(kStatsRows % 32 == 0 && kThreads % kStatsRows == 0 && kThreads <= 1024,
               "a block is whole statistics tiles of whole warps");
-static_assert(kStatsGroup >= 0 && (kStatsGroup == 0 || kCols % kStatsGroup == 0),
-              "statistics groups divide the columns");
+static_assert(kStatsGroup >= 0 && (kStatsGroup == 0 || kBlockCols % kStatsGroup == 0),
+              "statistics groups divide a block's columns");
 static_assert(!kStatsFinalize || kStatsGroup == 1, "statistics finalized in the kernel are per column");
 
-constexpr int kColsPadded = (kCols + 3) / 4 * 4; // B rows as float4s
+constexpr int kColsPadded = (kBlockCols + 3) / 4 * 4; // a block's B rows as float4s
+constexpr int kColParts = kCols / kBlockCols;
 static_assert(kDepth >= 1 && kDepth <= 1024 && kDepth * kColsPadded <= 8192,
               "B is kept whole in static shared memory: at most 32 KB");
 constexpr long long kBlockRows = static_cast<long long>(kThreads) * kThreadRows;
 constexpr int kWarps = kThreads / 32;
 constexpr int kTileWarps = kStatsRows / 32;
-constexpr int kStatsGroups = kStatsGroup > 0 ? kCols / kStatsGroup : 1;
+constexpr int kStatsGroups = kStatsGroup > 0 ? kBlockCols / kStatsGroup : 1;
 
-// B for one batch, [kDepth][kColsPadded], the padding zero.
-__device__ __forceinline__ void narrow_load_b(const FusegenArgs& args, float* b_shared, long long batch) {
+// The block's columns of B for one batch, [kDepth][kColsPadded], the padding zero.
+__device__ __forceinline__ void narrow_load_b(const FusegenArgs& args, float* b_shared, long long batch, int n0) {
   const long long b_base = b_offset(args, batch);
   for (int i = threadIdx.x; i < kDepth * kColsPadded; i += kThreads) {
     const int k = i / kColsPadded, n = i % kColsPadded;
-    b_shared[i] = n < kCols ? *b_address(args, b_base, k, n) : 0.0f;
+    b_shared[i] = n < kBlockCols ? *b_address(args, b_base, k, n0 + n) : 0.0f;
   }
 }
 
@@ -282,7 +291,7 @@ __device__ __forceinline__ void narrow_tile_sums(const float (&per_thread)[kStat
 
 // Partial statistics of the block's tiles (see the top of this file).
 __device__ __forceinline__ void narrow_statistics(const FusegenArgs& args, float (&scratch)[kWarps][kStatsGroups],
-                                                  long long batch, long long m0, long long rows, bool valid,
+                                                  long long batch, long long m0, long long rows, bool valid, int n0,
                                                   const float (&value)[kColsPadded]) {
   constexpr int kGroup = kStatsGroup > 0 ? kStatsGroup : 1;
   const int tile_in_block = threadIdx.x / kStatsRows;
@@ -318,7 +327,7 @@ __device__ __forceinline__ void narrow_statistics(const FusegenArgs& args, float
   if (threadIdx.x % kStatsRows == 0 && valid_rows > 0) {
 #pragma unroll
     for (int g = 0; g < kStatsGroups; ++g) {
-      float* slot = stats_slot(args, batch, tile_m0 / kStatsRows, g * kGroup);
+      float* slot = stats_slot(args, batch, tile_m0 / kStatsRows, n0 + g * kGroup);
       slot[0] = count;
       slot[1] = mean[g];
       slot[2] = m2[g];
@@ -334,9 +343,12 @@ __device__ __forceinline__ void narrow_gemm_main(const FusegenArgs& args) {
   narrow_fill_offsets(args, offsets); // read after the first barrier below
   const long long rows = gemm_rows(args), batches = gemm_batches(args);
   const long long row_blocks = (rows + kBlockRows - 1) / kBlockRows;
+  // The block's first column; a constant 0 with one part, so that the
+  // epilogue's per-column params and groups fold.
+  const int n0 = kColParts > 1 ? static_cast<int>(blockIdx.x) * kBlockCols : 0;
   for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z) {
     __syncthreads(); // the previous batch's products are done with B
-    narrow_load_b(args, b_shared, batch);
+    narrow_load_b(args, b_shared, batch, n0);
     __syncthreads();
     const long long a_base = a_offset(args, batch);
     for (long long row_block = blockIdx.y; row_block < row_blocks; row_block += gridDim.y) {
@@ -353,19 +365,19 @@ __device__ __forceinline__ void narrow_gemm_main(const FusegenArgs& args) {
           // and deferring them behind 8 columns' loads measured 4-20% slower
           // (bench/NOTES.md v51).
 #pragma unroll
-          for (int n = 0; n < kCols; ++n) {
+          for (int n = 0; n < kBlockCols; ++n) {
             EpilogueStores stores;
-            acc[r][n] = epilogue(args, batch, m, n, acc[r][n], stores);
+            acc[r][n] = epilogue(args, batch, m, n0 + n, acc[r][n], stores);
             stores.write();
           }
         }
         if constexpr (kStatsGroup > 0)
-          narrow_statistics(args, scratch, batch, part_m0, rows, valid, acc[r]);
+          narrow_statistics(args, scratch, batch, part_m0, rows, valid, n0, acc[r]);
       }
       if constexpr (kStatsFinalize)
         fusegen_finalize_sample_stats<kThreads>(
             stats_counters(args), batch, batches, kCols, (rows + kStatsRows - 1) / kStatsRows,
-            static_cast<unsigned int>(row_blocks), lanes,
+            static_cast<unsigned int>(row_blocks * kColParts), lanes,
             [&](long long sample, long long tile, long long n) { return stats_slot(args, sample, tile, n); },
             [&](long long sample, long long n) { return sample_stats_slot(args, sample, n); },
             [&](long long n, FusegenWelford total) { finalize_column(args, n, total); });

@@ -47,8 +47,8 @@ fusion mm {
   output y = matmul(a, b)
 }
 fusion conv64 {
-  input x : f32[N, 12, 34, 34]
-  param w : f32[64, 12, 4, 4]
+  input x : f32[N, 12, 40, 40]
+  param w : f32[64, 12, 10, 10]
   output y = conv2d(x, w)
 }
 )";
@@ -199,8 +199,9 @@ TEST(CodegenGemm, SplitKIsClusteredAndOnlyWhereItApplies) {
 }
 
 // The narrow template (templates/narrow_gemm.cu) takes a GEMM of at most 64
-// known columns (32 in tf32 precision) and a depth of at most 128 (1024
-// where A is gathered element by element, as long as B fits 32 KB) whose
+// known columns (32 in tf32 precision unless deep) and a depth of at most
+// 128 (1024 where A is gathered element by element; B in parts of the
+// columns that fit 32 KB) whose
 // output is contiguous along m (conv2d's pixels), with a pointwise epilogue
 // or partial statistics; gemm.cu takes the rest, and every forced block.
 constexpr const char* kNarrow = R"(
@@ -266,13 +267,18 @@ TEST(CodegenGemm, NarrowTemplateTakesFewColumnsAndShallowDepth) {
   EXPECT_EQ(template_of(4), "narrow_gemm.cu") << "32 columns, depth 126";
   EXPECT_EQ(template_of(5), "gemm.cu") << "linear: the output is contiguous along n";
   EXPECT_EQ(template_of(6), "narrow_gemm.cu") << "8 channels gathered, depth 216";
-  EXPECT_EQ(template_of(7), "gemm.cu") << "B of 216 x 40 past 32 KB";
+  EXPECT_EQ(template_of(7), "narrow_gemm.cu") << "B of 216 x 40 in two parts of 20 columns";
   // Up to 32 columns a thread owns two rows: blocks of 256 rows.
   std::string deep = kernel_text(code, "deep3d_k0");
   EXPECT_EQ(constant_of(deep, "kThreadRows"), "2");
   EXPECT_EQ(constant_of(deep, "kDepth"), "216");
   EXPECT_EQ(launch_of(code, 6, 0).grid[1].value, std::optional<int64_t>(1)) << "4 x 8 x 8 = 256 rows a sample";
   EXPECT_EQ(constant_of(kernel_text(code, "cols33_k0"), "kThreadRows"), "1");
+  std::string parts = kernel_text(code, "deep3d_wide_k0");
+  EXPECT_EQ(constant_of(parts, "kBlockCols"), "20");
+  EXPECT_EQ(constant_of(parts, "kThreadRows"), "2");
+  EXPECT_EQ(launch_of(code, 7, 0).grid[0].value, std::optional<int64_t>(2)) << "grid x over the column parts";
+  EXPECT_EQ(constant_of(deep, "kBlockCols"), "32");
   EXPECT_EQ(constant_of(kernel_text(code, "cols32_k0"), "kThreadRows"), "1") << "padding: addresses per element";
   // tf32: past 32 columns the tensor cores' single product is faster.
   GeneratedCode tf32 = generate(plans, Precision::TF32);

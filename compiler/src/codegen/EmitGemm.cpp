@@ -384,25 +384,41 @@ std::optional<TailSplit> tail_split(const EmitContext& ctx, const GemmMapping& g
 // ---- few columns: templates/narrow_gemm.cu ----
 
 // Column accumulators per thread. Up to 32 columns the narrow kernel beats
-// gemm.cu in both precisions; from 33 to 64 only 3xTF32's (chain 85 v0.1,
-// 64 channels: strict 1.32 -> 1.22 ms, tf32 1.16 -> 1.22 ms; NOTES v17).
+// gemm.cu in both precisions; from 33 to 64 at K = 72 only 3xTF32's (chain
+// 85 v0.1, 64 channels: strict 1.32 -> 1.22 ms, tf32 1.16 -> 1.22 ms; NOTES
+// v17); deeper, gathered, tf32's too (NOTES v63).
 constexpr int64_t kNarrowMaxCols = 64;
 constexpr int64_t kNarrowMaxColsTf32 = 32;
 // Depth: up to 128 for any A; deeper only where gemm.cu would read A element
 // by element (!a_vector: a convolution over fewer than 16 channels, e.g.
-// conv3d 8 -> 32 with a 3x3x3 kernel, K = 216) into 64-column tiles. B's
-// rows must fit the template's 32 KB of shared memory.
+// conv3d 8 -> 32 with a 3x3x3 kernel, K = 216) into 64-column tiles.
 constexpr int64_t kNarrowMaxDepth = 128;
 constexpr int64_t kNarrowMaxDepthGathered = 1024;
-constexpr int64_t kNarrowMaxSharedB = 8192; // floats: depth x columns rounded up to 4
+constexpr int64_t kNarrowMaxSharedB = 8192; // floats of B in a block: depth x columns rounded up to 4
 constexpr int kNarrowThreads = 128;         // threads per block, two statistics tiles
 
-// Rows per thread: two where both rows' accumulators fit (32 columns) and
-// A's addresses split into row and tap offsets, so that each broadcast read
-// of B feeds twice the FMAs. With padding every element's address is
-// computed and checked; twice those took 168-254 registers and spilled.
-int narrow_thread_rows(const GemmMapping& g) {
-  return (*g.launch_cols.value + 3) / 4 * 4 <= 32 && g.a_depth_table > 0 ? 2 : 1;
+int64_t round_up4(int64_t n) { return (n + 3) / 4 * 4; }
+
+// Columns a block computes: all of them, or the fewest equal parts (whole
+// statistics groups) whose rows of B fit its shared memory; grid x runs
+// over the parts.
+std::optional<int64_t> narrow_block_cols(int64_t cols, int64_t depth, int64_t stats_group) {
+  for (int64_t parts = 1; parts <= cols; ++parts) {
+    const int64_t part = cols / parts;
+    if (cols % parts == 0 && (stats_group == 0 || part % stats_group == 0) &&
+        depth * round_up4(part) <= kNarrowMaxSharedB)
+      return part;
+  }
+  return std::nullopt;
+}
+
+// Rows per thread: two where both rows' accumulators fit (32 columns a
+// block) and A's addresses split into row and tap offsets, so that each
+// broadcast read of B feeds twice the FMAs. With padding every element's
+// address is computed and checked; twice those took 168-254 registers and
+// spilled.
+int narrow_thread_rows(const GemmMapping& g, int64_t block_cols) {
+  return round_up4(block_cols) <= 32 && g.a_depth_table > 0 ? 2 : 1;
 }
 
 // The narrow template takes a GEMM whose columns and depth are known and
@@ -412,14 +428,16 @@ int narrow_thread_rows(const GemmMapping& g) {
 bool takes_narrow(const EmitContext& ctx, const GemmMapping& g, const Stages& s) {
   if (ctx.options().gemm_block || !g.out_along_m || s.norm || s.reduce)
     return false;
-  const int64_t max_cols = ctx.precision() == Precision::TF32 ? kNarrowMaxColsTf32 : kNarrowMaxCols;
-  if (!g.launch_cols.value || *g.launch_cols.value > max_cols || !g.launch_depth.value)
+  if (!g.launch_cols.value || !g.launch_depth.value)
     return false;
   const int64_t cols = *g.launch_cols.value, depth = *g.launch_depth.value;
-  const int64_t max_depth = !g.a_vector ? kNarrowMaxDepthGathered : kNarrowMaxDepth;
-  if (depth > max_depth || depth * ((cols + 3) / 4 * 4) > kNarrowMaxSharedB)
+  const bool deep = depth > kNarrowMaxDepth;
+  if (deep && (g.a_vector || depth > kNarrowMaxDepthGathered))
     return false;
-  return !s.stats || cols % s.stats_group == 0;
+  const bool tensor_cores_win = ctx.precision() == Precision::TF32 && !deep;
+  if (cols > (tensor_cores_win ? kNarrowMaxColsTf32 : kNarrowMaxCols))
+    return false;
+  return narrow_block_cols(cols, depth, s.stats ? s.stats_group : 0).has_value();
 }
 
 KernelSource emit_narrow_gemm(const EmitContext& ctx, const GemmMapping& g, const Stages& s,
@@ -427,10 +445,13 @@ KernelSource emit_narrow_gemm(const EmitContext& ctx, const GemmMapping& g, cons
   KernelSource source;
   source.template_file = "narrow_gemm.cu";
   auto& hooks = source.hooks;
-  const int thread_rows = narrow_thread_rows(g);
+  const int64_t cols = *g.launch_cols.value;
+  const int64_t block_cols = *narrow_block_cols(cols, *g.launch_depth.value, s.stats ? s.stats_group : 0);
+  const int thread_rows = narrow_thread_rows(g, block_cols);
   hooks["threads"] = constant_hook("kThreads", kNarrowThreads);
   hooks["thread_rows"] = constant_hook("kThreadRows", thread_rows);
-  hooks["cols"] = constant_hook("kCols", *g.launch_cols.value);
+  hooks["cols"] = constant_hook("kCols", cols);
+  hooks["block_cols"] = constant_hook("kBlockCols", block_cols);
   hooks["depth"] = constant_hook("kDepth", *g.launch_depth.value);
   hooks["stats_group"] = constant_hook("kStatsGroup", s.stats_group);
   hooks["stats_rows"] = constant_hook("kStatsRows", kTile);
@@ -440,7 +461,7 @@ KernelSource emit_narrow_gemm(const EmitContext& ctx, const GemmMapping& g, cons
                            "stats_counters", "sample_stats_slot", "finalize_column"})
     hooks[name] = shared_hooks.at(name);
   hooks["entry"] = entry_hook(ctx, "kThreads", "narrow_gemm_main(args);");
-  source.launch.grid = {ctx.constant(1),
+  source.launch.grid = {ctx.constant(cols / block_cols),
                         grid_stride_blocks(ctx, g.launch_rows, kNarrowThreads * thread_rows, kMaxGridYZ),
                         grid_stride_blocks(ctx, g.launch_batches, 1, kMaxGridYZ)};
   source.launch.block = kNarrowThreads;

@@ -299,6 +299,15 @@ void convolution_cases(std::vector<MatrixCase>& out) {
        "  output y = relu(group_norm(conv3d(x, w, b), 4))\n");
   conv("conv3d_narrow_deep_padded", "  input x : f32[N, 6, 4, 7, 9]\n  param w : f32[16, 6, 3, 3, 4]\n"
                                     "  output y = conv3d(x, w, padding=1) * 0.5\n");
+  // Columns in parts over grid x where B would not fit at once: 64 of depth
+  // 216 in two parts, with batch_norm's statistics finalized in the kernel
+  // (arrivals from both parts); 48 in two parts of whole groups of 8.
+  conv("conv3d_narrow_column_parts_batch_norm",
+       "  input x : f32[N, 8, 4, 6, 7]\n  param w : f32[64, 8, 3, 3, 3]\n  state rm : f32[64]\n"
+       "  state rv : f32[64]\n  output y = batch_norm(conv3d(x, w), rm, rv, training=true) + 1.0\n");
+  conv("conv3d_narrow_column_parts_group_norm",
+       "  input x : f32[N, 8, 5, 6, 7]\n  param w : f32[48, 8, 3, 3, 3]\n  param b : f32[48]\n"
+       "  output y = group_norm(conv3d(x, w, b), 6) * 2.0\n");
   conv("conv3d_narrow_deep_40_columns", "  input x : f32[N, 6, 5, 6, 7]\n  param w : f32[40, 6, 3, 3, 3]\n"
                                         "  param b : f32[40]\n  output y = sigmoid(conv3d(x, w, b))\n");
   conv("conv3d_size_one_dims", "  input x : f32[N, 2, 1, 1, 5]\n  param w : f32[3, 2, 1, 1, 2]\n"

@@ -8,6 +8,7 @@ inline constexpr HookSpec kNarrowGemmHooks[] = {
     {"threads", HookKind::Constant, "kThreads", "const int"},
     {"thread_rows", HookKind::Constant, "kThreadRows", "const int"},
     {"cols", HookKind::Constant, "kCols", "const int"},
+    {"block_cols", HookKind::Constant, "kBlockCols", "const int"},
     {"depth", HookKind::Constant, "kDepth", "const int"},
     {"stats_group", HookKind::Constant, "kStatsGroup", "const int"},
     {"stats_rows", HookKind::Constant, "kStatsRows", "const int"},
