@@ -402,7 +402,7 @@ int64_t round_up4(int64_t n) { return (n + 3) / 4 * 4; }
 // Columns a block computes: all of them, or the fewest equal parts (whole
 // statistics groups) whose rows of B fit its shared memory; grid x runs
 // over the parts.
-std::optional<int64_t> narrow_block_cols(int64_t cols, int64_t depth, int64_t stats_group) {
+std::optional<int64_t> narrow_column_part(int64_t cols, int64_t depth, int64_t stats_group) {
   for (int64_t parts = 1; parts <= cols; ++parts) {
     const int64_t part = cols / parts;
     if (cols % parts == 0 && (stats_group == 0 || part % stats_group == 0) &&
@@ -424,29 +424,30 @@ int narrow_thread_rows(const GemmMapping& g, int64_t block_cols) {
 // The narrow template takes a GEMM whose columns and depth are known and
 // small, whose output is contiguous along m (threads on consecutive rows
 // store side by side: conv2d's pixels), and whose epilogue is pointwise ops,
-// optionally with partial statistics. A forced block is for gemm.cu.
-bool takes_narrow(const EmitContext& ctx, const GemmMapping& g, const Stages& s) {
+// optionally with partial statistics. A forced block is for gemm.cu. The
+// columns each of its blocks computes, or nullopt where it does not take
+// the GEMM.
+std::optional<int64_t> narrow_block_cols(const EmitContext& ctx, const GemmMapping& g, const Stages& s) {
   if (ctx.options().gemm_block || !g.out_along_m || s.norm || s.reduce)
-    return false;
+    return std::nullopt;
   if (!g.launch_cols.value || !g.launch_depth.value)
-    return false;
+    return std::nullopt;
   const int64_t cols = *g.launch_cols.value, depth = *g.launch_depth.value;
   const bool deep = depth > kNarrowMaxDepth;
   if (deep && (g.a_vector || depth > kNarrowMaxDepthGathered))
-    return false;
+    return std::nullopt;
   const bool tensor_cores_win = ctx.precision() == Precision::TF32 && !deep;
   if (cols > (tensor_cores_win ? kNarrowMaxColsTf32 : kNarrowMaxCols))
-    return false;
-  return narrow_block_cols(cols, depth, s.stats ? s.stats_group : 0).has_value();
+    return std::nullopt;
+  return narrow_column_part(cols, depth, s.stats ? s.stats_group : 0);
 }
 
-KernelSource emit_narrow_gemm(const EmitContext& ctx, const GemmMapping& g, const Stages& s,
+KernelSource emit_narrow_gemm(const EmitContext& ctx, const GemmMapping& g, const Stages& s, int64_t block_cols,
                               const std::map<std::string, std::string>& shared_hooks) {
   KernelSource source;
   source.template_file = "narrow_gemm.cu";
   auto& hooks = source.hooks;
   const int64_t cols = *g.launch_cols.value;
-  const int64_t block_cols = *narrow_block_cols(cols, *g.launch_depth.value, s.stats ? s.stats_group : 0);
   const int thread_rows = narrow_thread_rows(g, block_cols);
   hooks["threads"] = constant_hook("kThreads", kNarrowThreads);
   hooks["thread_rows"] = constant_hook("kThreadRows", thread_rows);
@@ -560,8 +561,8 @@ Result<KernelSource> emit_gemm(const EmitContext& ctx) {
     }
     return source;
   };
-  if (takes_narrow(ctx, g, s))
-    return with_layout(emit_narrow_gemm(ctx, g, s, shared_hooks));
+  if (std::optional<int64_t> block_cols = narrow_block_cols(ctx, g, s))
+    return with_layout(emit_narrow_gemm(ctx, g, s, *block_cols, shared_hooks));
   if (std::optional<SkinnyShape> skinny = skinny_shape(ctx, g, s))
     return emit_skinny_gemm(ctx, g, *skinny, shared_hooks);
 
